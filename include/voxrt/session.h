@@ -1,0 +1,108 @@
+// Load an ONNX model once, run it many times.
+//
+//   voxrt::SessionOptions opt;
+//   opt.precision = voxrt::Precision::fp16;   // run an fp32 model with fp16 activations
+//   voxrt::Session s("unet.onnx", opt);
+//   voxrt::Tensor x = voxrt::Tensor::zeros(voxrt::DType::f32, {2, 1, 64, 64, 64});
+//   std::vector<voxrt::Tensor> y = s.run({{"input", x}});
+//
+// Symbolic dimensions (a dynamic batch axis) are bound from the inputs of each run: one Session
+// serves any shape the model's ops allow. run() may be called from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "voxrt/dtype.h"
+#include "voxrt/error.h"
+#include "voxrt/tensor.h"
+
+namespace voxrt {
+
+enum class Precision {
+  as_model,  ///< compute in the model's own types
+  fp32,      ///< same as as_model for fp32 models
+  fp16,      ///< store float activations and weights in fp16, accumulate in fp32
+};
+
+struct SessionOptions {
+  Precision precision = Precision::as_model;
+  int threads = 1;
+  bool profiling = false;
+  /// Run the portable graph passes (constant folding, BatchNorm folding, ...).
+  bool optimize = true;
+  /// Stop the pass list after the pass of this name (for bisecting a pass bug).
+  std::string stop_after_pass;
+  /// Name used in error messages; defaults to the file name.
+  std::string model_name;
+};
+
+/// A graph input or output as the caller sees it. Symbolic dims are -1, named in `dim_names`.
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<std::string> dim_names;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+/// Time spent in one node during the last profiled run.
+struct NodeProfile {
+  std::string node;
+  std::string op_type;
+  double milliseconds = 0;
+};
+
+/// What a model is and costs at given input shapes.
+struct ModelSummary {
+  int64_t ir_version = 0;
+  int opset = 0;
+  std::map<std::string, int> op_histogram;  // after passes
+  int64_t parameters = 0;                   // elements of float constants
+  int64_t macs = 0;                         // multiply-accumulates of one run
+  int64_t activation_bytes = 0;             // peak of simultaneously live activations
+  std::vector<Shape> output_shapes;
+};
+
+class Session {
+ public:
+  Session(const std::string& path, const SessionOptions& options = {});
+  Session(const void* bytes, size_t size, const SessionOptions& options = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  const std::vector<IoInfo>& inputs() const;
+  const std::vector<IoInfo>& outputs() const;
+
+  /// Runs on the given inputs; the Session allocates and returns every output, in graph order.
+  std::vector<Tensor> run(const std::vector<NamedTensor>& inputs) const;
+  /// Runs into caller-owned outputs (zero copy): each tensor must have the exact dtype and shape.
+  void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) const;
+  /// Output shapes a run on inputs of these shapes would produce, without computing them.
+  std::vector<Shape> output_shapes(const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
+
+  /// Summary at the given input shapes (every graph input named).
+  ModelSummary summary(const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
+  /// The graph as text: after the passes, or as imported (before them).
+  std::string graph_text(bool before_passes = false) const;
+
+  /// Per-node times of the most recent run, when options.profiling is on.
+  std::vector<NodeProfile> last_profile() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace voxrt

@@ -1,0 +1,349 @@
+// Broadcasting elementwise ops: Add, Sub, Mul, Div, Pow, Min, Max, Where, Equal.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "backends/ref/op.h"
+#include "backends/ref/tensor_math.h"
+
+namespace voxrt {
+namespace {
+
+constexpr std::initializer_list<DType> kNumericTypes = {
+    DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8,  DType::i16,
+    DType::i32, DType::i64, DType::u8,   DType::u16, DType::u32, DType::u64};
+constexpr std::initializer_list<DType> kComparableTypes = {
+    DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8,  DType::i16,    DType::i32,
+    DType::i64, DType::u8,  DType::u16,  DType::u32, DType::u64, DType::boolean};
+
+/// Calls f(T{}) with T the C++ type of the integer dtype t; does nothing for other dtypes.
+template <class F>
+void visit_int(DType t, F&& f) {
+  switch (t) {
+    case DType::i8: f(int8_t{}); return;
+    case DType::i16: f(int16_t{}); return;
+    case DType::i32: f(int32_t{}); return;
+    case DType::i64: f(int64_t{}); return;
+    case DType::u8: f(uint8_t{}); return;
+    case DType::u16: f(uint16_t{}); return;
+    case DType::u32: f(uint32_t{}); return;
+    case DType::u64: f(uint64_t{}); return;
+    default: return;
+  }
+}
+
+// Integer arithmetic wraps like two's complement hardware (what ONNX runtimes do), computed in
+// uint64 so that signed overflow is never undefined behaviour.
+template <class T>
+uint64_t u64(T v) {
+  return static_cast<uint64_t>(v);
+}
+
+struct AddFn {
+  double operator()(double a, double b) const { return a + b; }
+  template <class T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(u64(a) + u64(b));
+  }
+};
+struct SubFn {
+  double operator()(double a, double b) const { return a - b; }
+  template <class T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(u64(a) - u64(b));
+  }
+};
+struct MulFn {
+  double operator()(double a, double b) const { return a * b; }
+  template <class T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(u64(a) * u64(b));
+  }
+};
+struct DivFn {
+  double operator()(double a, double b) const { return a / b; }
+  // Truncates toward zero like C. Division by zero, undefined in C and ONNX, gives 0 instead of
+  // a crash; MIN / -1 wraps to MIN.
+  template <class T>
+  T operator()(T a, T b) const {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return static_cast<T>(uint64_t{0} - u64(a));
+    }
+    return static_cast<T>(a / b);
+  }
+};
+
+void require_arity(const OpContext& c, int min_in, int max_in) {
+  int n = c.node.num_inputs();
+  if (n < min_in || n > max_in)
+    c.fail("expects " + std::to_string(min_in) +
+           (max_in == min_in ? "" : " to " + std::to_string(max_in)) + " inputs, got " +
+           std::to_string(n));
+  for (int i = 0; i < n; ++i)
+    if (!c.node.has_input(i)) c.fail("input " + std::to_string(i) + " is required");
+  if (c.node.outputs.size() != 1)
+    c.fail("expects 1 output, got " + std::to_string(c.node.outputs.size()));
+}
+
+/// The numpy broadcast of every input's shape.
+Shape broadcast_all(const Op& op, const std::vector<ValueMeta>& in, size_t first = 0) {
+  Shape s = in[first].shape;
+  for (size_t i = first + 1; i < in.size(); ++i) {
+    Shape next;
+    if (!ref::broadcast_shape(s, in[i].shape, next))
+      throw Error(op.where + ": input " + std::to_string(i) + " of shape " +
+                  shape_str(in[i].shape) + " does not broadcast with shape " + shape_str(s));
+    s = next;
+  }
+  return s;
+}
+
+std::vector<std::vector<int64_t>> strides_for(const std::vector<const Tensor*>& in,
+                                              const Shape& out) {
+  std::vector<std::vector<int64_t>> st;
+  for (const Tensor* t : in) st.push_back(ref::broadcast_strides(t->shape(), out));
+  return st;
+}
+
+/// Checks every input from `first` on has the dtype of input `first`.
+void require_same_dtype(const Op& op, const std::vector<ValueMeta>& in, size_t first = 0) {
+  for (size_t i = first + 1; i < in.size(); ++i)
+    if (in[i].dtype != in[first].dtype)
+      throw Error(op.where + ": input " + std::to_string(i) + " has dtype " +
+                  std::string(dtype_name(in[i].dtype)) + ", expected " +
+                  std::string(dtype_name(in[first].dtype)) + " like input " +
+                  std::to_string(first));
+}
+
+/// Add, Sub, Mul, Div: f is called with doubles for float dtypes, with the element type for
+/// integers.
+template <class F>
+class BinaryOp : public Op {
+ public:
+  std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
+    require_dtype(in[0].dtype, kNumericTypes, "input A");
+    require_same_dtype(*this, in);
+    return {in[0].dtype};
+  }
+  std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
+    return {broadcast_all(*this, in)};
+  }
+  void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    Tensor& y = out[0];
+    auto st = strides_for(in, y.shape());
+    F f;
+    if (is_float(a.dtype())) {
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        ref::store(y, i, f(ref::load(a, o[0]), ref::load(b, o[1])));
+      });
+      return;
+    }
+    visit_int(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* py = y.data<T>();
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        py[i] = f(pa[o[0]], pb[o[1]]);
+      });
+    });
+  }
+};
+
+template <class F>
+OpFactory binary() {
+  return [](const OpContext& c) -> std::unique_ptr<Op> {
+    require_arity(c, 2, 2);
+    return std::make_unique<BinaryOp<F>>();
+  };
+}
+
+/// Integer power by squaring, wrapping on overflow. Negative exponents give the truncated
+/// reciprocal (0 unless |base| is 1; 0 for base 0, where C++ and numpy have no answer).
+template <class T>
+T int_pow(T base, int64_t e) {
+  if (e < 0) {
+    if (base == 1) return 1;
+    if constexpr (std::is_signed_v<T>) {
+      if (base == -1) return (e % 2 == 0) ? 1 : -1;
+    }
+    return 0;
+  }
+  uint64_t result = 1, b = u64(base);
+  for (uint64_t n = static_cast<uint64_t>(e); n; n >>= 1) {
+    if (n & 1) result *= b;
+    b *= b;
+  }
+  return static_cast<T>(result);
+}
+
+/// Pow: from opset 12 base and exponent may have different dtypes; the output has the base's.
+class PowOp : public Op {
+ public:
+  std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
+    require_dtype(in[0].dtype, kNumericTypes, "input X");
+    require_dtype(in[1].dtype, kNumericTypes, "input Y");
+    return {in[0].dtype};
+  }
+  std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
+    return {broadcast_all(*this, in)};
+  }
+  void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    Tensor& y = out[0];
+    auto st = strides_for(in, y.shape());
+    if (is_float(a.dtype())) {
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        ref::store(y, i, std::pow(ref::load(a, o[0]), ref::load(b, o[1])));
+      });
+      return;
+    }
+    bool int_exponent = !is_float(b.dtype());
+    visit_int(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* pa = a.data<T>();
+      T* py = y.data<T>();
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        double e = ref::load(b, o[1]);
+        if (int_exponent) {
+          py[i] = int_pow(pa[o[0]], static_cast<int64_t>(std::clamp(e, -1e18, 1e18)));
+        } else {
+          // Computed in double and converted (truncating, saturating), as numpy's int ** float.
+          ref::store(y, i, std::pow(static_cast<double>(pa[o[0]]), e));
+        }
+      });
+    });
+  }
+};
+
+/// Min and Max over any number of broadcast inputs; NaN wins, as in numpy.
+class MinMaxOp : public Op {
+ public:
+  explicit MinMaxOp(bool is_max) : is_max_(is_max) {}
+  std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
+    require_dtype(in[0].dtype, kNumericTypes, "input 0");
+    require_same_dtype(*this, in);
+    return {in[0].dtype};
+  }
+  std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
+    return {broadcast_all(*this, in)};
+  }
+  void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    Tensor& y = out[0];
+    auto st = strides_for(in, y.shape());
+    if (is_float(y.dtype())) {
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        double v = ref::load(*in[0], o[0]);
+        for (size_t k = 1; k < in.size(); ++k) {
+          double w = ref::load(*in[k], o[k]);
+          if (std::isnan(w) || (is_max_ ? w > v : w < v)) v = w;
+        }
+        ref::store(y, i, v);
+      });
+      return;
+    }
+    visit_int(y.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* py = y.data<T>();
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        T v = in[0]->data<T>()[o[0]];
+        for (size_t k = 1; k < in.size(); ++k) {
+          T w = in[k]->data<T>()[o[k]];
+          if (is_max_ ? w > v : w < v) v = w;
+        }
+        py[i] = v;
+      });
+    });
+  }
+
+ private:
+  bool is_max_;
+};
+
+class WhereOp : public Op {
+ public:
+  std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
+    require_dtype(in[0].dtype, {DType::boolean}, "input condition");
+    require_same_dtype(*this, in, 1);
+    return {in[1].dtype};
+  }
+  std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
+    return {broadcast_all(*this, in)};
+  }
+  void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    Tensor& y = out[0];
+    auto st = strides_for(in, y.shape());
+    size_t es = dtype_size(y.dtype());
+    const uint8_t* cond = in[0]->data<uint8_t>();
+    const uint8_t* px = in[1]->data<uint8_t>();
+    const uint8_t* pz = in[2]->data<uint8_t>();
+    uint8_t* py = y.data<uint8_t>();
+    ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+      const uint8_t* src = cond[o[0]] ? px + o[1] * es : pz + o[2] * es;
+      std::memcpy(py + i * es, src, es);
+    });
+  }
+};
+
+class EqualOp : public Op {
+ public:
+  std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
+    require_dtype(in[0].dtype, kComparableTypes, "input A");
+    require_same_dtype(*this, in);
+    return {DType::boolean};
+  }
+  std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
+    return {broadcast_all(*this, in)};
+  }
+  void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    Tensor& y = out[0];
+    uint8_t* py = y.data<uint8_t>();
+    auto st = strides_for(in, y.shape());
+    if (is_float(a.dtype()) || a.dtype() == DType::boolean) {
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        py[i] = ref::load(a, o[0]) == ref::load(b, o[1]);
+      });
+      return;
+    }
+    visit_int(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
+        py[i] = pa[o[0]] == pb[o[1]];
+      });
+    });
+  }
+};
+
+template <class O, class... Args>
+OpFactory make_op(int min_in, int max_in, Args... args) {
+  return [=](const OpContext& c) -> std::unique_ptr<Op> {
+    require_arity(c, min_in, max_in);
+    return std::make_unique<O>(args...);
+  };
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpRegistry& r) {
+  r.add("Add", 7, 21, binary<AddFn>());
+  r.add("Sub", 7, 21, binary<SubFn>());
+  r.add("Mul", 7, 21, binary<MulFn>());
+  r.add("Div", 7, 21, binary<DivFn>());
+  r.add("Pow", 7, 21, make_op<PowOp>(2, 2));
+  r.add("Min", 6, 21, make_op<MinMaxOp>(1, 1 << 20, false));
+  r.add("Max", 6, 21, make_op<MinMaxOp>(1, 1 << 20, true));
+  r.add("Where", 9, 21, make_op<WhereOp>(3, 3));
+  r.add("Equal", 7, 21, make_op<EqualOp>(2, 2));
+}
+
+}  // namespace voxrt

@@ -1,0 +1,193 @@
+// Sliding-window geometry shared by the reference Conv, ConvTranspose and pooling ops: parsing of
+// kernel_shape / strides / dilations / pads / auto_pad, the output size they give, and the taps of
+// one window that land inside the input.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/ref/op.h"
+
+namespace voxrt::ref {
+
+enum class AutoPad { not_set, same_upper, same_lower, valid };
+
+// Larger window attributes are refused: they can only be model errors, and would overflow
+// int64 shape arithmetic.
+constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
+
+/// Window attributes as written in the node; empty vectors mean "absent" (defaults apply once the
+/// spatial rank is known).
+struct WindowAttrs {
+  AutoPad auto_pad = AutoPad::not_set;
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pads;  // begin for every axis, then end for every axis
+  bool ceil_mode = false;  // pooling only
+};
+
+/// The window resolved for one input's spatial shape; every vector has one entry per spatial axis.
+struct Geometry {
+  std::vector<int64_t> in, out, kernel, stride, dilation, pad_begin, pad_end;
+  int64_t in_size() const { return product(in); }
+  int64_t out_size() const { return product(out); }
+  int64_t kernel_size() const { return product(kernel); }
+  static int64_t product(const std::vector<int64_t>& v) {
+    int64_t p = 1;
+    for (int64_t x : v) p *= x;
+    return p;
+  }
+};
+
+inline AutoPad parse_auto_pad(const OpContext& ctx) {
+  std::string s = ctx.node.attrs.get_string("auto_pad", "NOTSET");
+  if (s == "NOTSET") return AutoPad::not_set;
+  if (s == "SAME_UPPER") return AutoPad::same_upper;
+  if (s == "SAME_LOWER") return AutoPad::same_lower;
+  if (s == "VALID") return AutoPad::valid;
+  ctx.fail("attribute auto_pad is '" + s + "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+}
+
+/// The ints attribute `name`, each checked to lie in [lo, kMaxWindowAttr).
+inline std::vector<int64_t> window_ints(const OpContext& ctx, const std::string& name, int64_t lo) {
+  std::vector<int64_t> v = ctx.node.attrs.get_ints(name);
+  for (int64_t x : v)
+    if (x < lo || x >= kMaxWindowAttr)
+      ctx.fail("attribute " + name + " holds " + std::to_string(x) + ", expected values in [" +
+               std::to_string(lo) + ", 2^31)");
+  return v;
+}
+
+inline WindowAttrs parse_window(const OpContext& ctx) {
+  WindowAttrs w;
+  w.auto_pad = parse_auto_pad(ctx);
+  w.kernel = window_ints(ctx, "kernel_shape", 1);
+  w.strides = window_ints(ctx, "strides", 1);
+  w.dilations = window_ints(ctx, "dilations", 1);
+  w.pads = window_ints(ctx, "pads", 0);
+  if (w.pads.size() % 2 != 0)
+    ctx.fail("attribute pads has " + std::to_string(w.pads.size()) +
+             " values, expected two per spatial axis");
+  if (w.auto_pad != AutoPad::not_set)
+    for (int64_t p : w.pads)
+      if (p != 0) ctx.fail("attribute pads is given with auto_pad other than NOTSET; use one");
+  return w;
+}
+
+/// Checks that `v` (an attribute) has `rank` entries or is absent, and fills absent with `fill`.
+inline std::vector<int64_t> per_axis(const std::string& where, const std::vector<int64_t>& v,
+                                     size_t rank, int64_t fill, const std::string& name) {
+  if (v.empty()) return std::vector<int64_t>(rank, fill);
+  if (v.size() != rank)
+    throw Error(where + ": attribute " + name + " has " + std::to_string(v.size()) +
+                " values, expected " + std::to_string(rank) + " (one per spatial axis)");
+  return v;
+}
+
+inline int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/// Resolves the window of a Conv or pooling op over input spatial dims `in` with kernel `kernel`.
+/// Output sizes follow ONNX: floor (or ceil, where a window may not start in the end padding) of
+/// the padded span over the stride, ceil(in / stride) for SAME_*, and no padding for VALID.
+inline Geometry resolve_window(const std::string& where, const WindowAttrs& a,
+                               const std::vector<int64_t>& in, const std::vector<int64_t>& kernel) {
+  size_t rank = in.size();
+  Geometry g;
+  g.in = in;
+  g.kernel = kernel;
+  g.stride = per_axis(where, a.strides, rank, 1, "strides");
+  g.dilation = per_axis(where, a.dilations, rank, 1, "dilations");
+  if (!a.pads.empty() && a.pads.size() != 2 * rank)
+    throw Error(where + ": attribute pads has " + std::to_string(a.pads.size()) +
+                " values, expected " + std::to_string(2 * rank) + " (begin and end per axis)");
+  g.out.resize(rank);
+  g.pad_begin.assign(rank, 0);
+  g.pad_end.assign(rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t s = g.stride[d];
+    int64_t ek = (kernel[d] - 1) * g.dilation[d] + 1;
+    if (a.auto_pad == AutoPad::same_upper || a.auto_pad == AutoPad::same_lower) {
+      g.out[d] = (in[d] + s - 1) / s;
+      int64_t total = std::max<int64_t>(0, (g.out[d] - 1) * s + ek - in[d]);
+      g.pad_begin[d] = a.auto_pad == AutoPad::same_upper ? total / 2 : total - total / 2;
+      g.pad_end[d] = total - g.pad_begin[d];
+      continue;
+    }
+    if (a.auto_pad == AutoPad::not_set && !a.pads.empty()) {
+      g.pad_begin[d] = a.pads[d];
+      g.pad_end[d] = a.pads[d + rank];
+    }
+    int64_t span = in[d] + g.pad_begin[d] + g.pad_end[d] - ek;
+    if (span < 0)
+      throw Error(where + ": spatial axis " + std::to_string(d) + " has size " +
+                  std::to_string(in[d]) + " (padded " +
+                  std::to_string(in[d] + g.pad_begin[d] + g.pad_end[d]) +
+                  "), smaller than the dilated kernel size " + std::to_string(ek));
+    g.out[d] = span / s + 1;
+    if (a.ceil_mode && a.auto_pad == AutoPad::not_set && span % s != 0) {
+      ++g.out[d];
+      if ((g.out[d] - 1) * s >= in[d] + g.pad_begin[d]) --g.out[d];
+    }
+  }
+  return g;
+}
+
+/// One window position's taps that land inside the input: kernel offset and input offset, both
+/// row-major over the spatial axes.
+struct Tap {
+  int64_t k;
+  int64_t x;
+};
+
+/// Fills `taps` for the output position `o` (a spatial multi-index). Returns how many window
+/// positions fall inside the padded input (the divisor of AveragePool with count_include_pad).
+inline int64_t window_taps(const Geometry& g, const std::vector<int64_t>& o,
+                           std::vector<Tap>& taps) {
+  size_t rank = g.in.size();
+  taps.clear();
+  int64_t in_padded = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = 0;
+    for (int64_t k = 0; k < g.kernel[d]; ++k) {
+      int64_t i = o[d] * g.stride[d] - g.pad_begin[d] + k * g.dilation[d];
+      if (i >= -g.pad_begin[d] && i < g.in[d] + g.pad_end[d]) ++n;
+    }
+    in_padded *= n;
+  }
+  std::vector<int64_t> k(rank, 0);
+  int64_t kn = g.kernel_size();
+  for (int64_t kf = 0; kf < kn; ++kf) {
+    int64_t x = 0;
+    bool inside = true;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t i = o[d] * g.stride[d] - g.pad_begin[d] + k[d] * g.dilation[d];
+      if (i < 0 || i >= g.in[d]) {
+        inside = false;
+        break;
+      }
+      x = x * g.in[d] + i;
+    }
+    if (inside) taps.push_back(Tap{kf, x});
+    for (size_t d = rank; d-- > 0;) {
+      if (++k[d] < g.kernel[d]) break;
+      k[d] = 0;
+    }
+  }
+  return in_padded;
+}
+
+/// Advances a row-major multi-index over `shape`.
+inline void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& shape) {
+  for (size_t d = idx.size(); d-- > 0;) {
+    if (++idx[d] < shape[d]) return;
+    idx[d] = 0;
+  }
+}
+
+}  // namespace voxrt::ref

@@ -1,0 +1,71 @@
+#include <algorithm>
+#include <cmath>
+
+#include "backends/ref/tensor_math.h"
+#include "passes/passes.h"
+
+namespace voxrt {
+
+// Conv (constant weights) followed by inference BatchNormalization (constant statistics) becomes
+// one Conv: W' = W * s, B' = (B - mean) * s + beta with s = gamma / sqrt(var + eps), in double.
+void fold_batchnorm_into_conv(ir::Graph& g) {
+  auto consumers = g.consumers();
+  auto producers = g.producers();
+  std::vector<char> drop(g.nodes.size(), 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    ir::Node& bn = g.nodes[k];
+    if (bn.op_type != "BatchNormalization" || bn.inputs.size() != 5 || bn.inputs[0] < 0) continue;
+    if (std::count_if(bn.outputs.begin() + 1, bn.outputs.end(), [](int o) { return o >= 0; }))
+      continue;
+    if (bn.attrs.get_int("training_mode", 0) != 0) continue;
+    int x = bn.inputs[0];
+    int p = producers[static_cast<size_t>(x)];
+    if (p < 0 || consumers[static_cast<size_t>(x)].size() != 1) continue;
+    if (std::count(g.outputs.begin(), g.outputs.end(), x)) continue;
+    ir::Node& conv = g.nodes[static_cast<size_t>(p)];
+    if (conv.op_type != "Conv" || conv.inputs.size() < 2 || !g.is_constant(conv.inputs[1])) continue;
+    if (conv.has_input(2) && !g.is_constant(conv.inputs[2])) continue;
+    const Tensor* w = g.constant(conv.inputs[1]);
+    int64_t cout = w->dim(0);
+    bool params_ok = true;
+    for (int i = 1; i < 5; ++i) {
+      const Tensor* t = g.constant(bn.inputs[static_cast<size_t>(i)]);
+      params_ok = params_ok && t && t->numel() == cout && is_float(t->dtype());
+    }
+    if (!params_ok || !is_float(w->dtype())) continue;
+    double eps = bn.attrs.get_float("epsilon", 1e-5f);
+    auto gamma = ref::to_f64(*g.constant(bn.inputs[1]));
+    auto beta = ref::to_f64(*g.constant(bn.inputs[2]));
+    auto mean = ref::to_f64(*g.constant(bn.inputs[3]));
+    auto var = ref::to_f64(*g.constant(bn.inputs[4]));
+
+    Tensor nw = w->clone();
+    int64_t per = w->numel() / std::max<int64_t>(cout, 1);
+    Tensor nb = Tensor::empty(w->dtype(), {cout});
+    for (int64_t c = 0; c < cout; ++c) {
+      size_t cc = static_cast<size_t>(c);
+      double s = gamma[cc] / std::sqrt(var[cc] + eps);
+      for (int64_t i = 0; i < per; ++i) ref::store(nw, c * per + i, ref::load(*w, c * per + i) * s);
+      double b = conv.has_input(2) ? ref::load(*g.constant(conv.inputs[2]), c) : 0.0;
+      ref::store(nb, c, (b - mean[cc]) * s + beta[cc]);
+    }
+    int wv = g.add_value(conv.name + "_bn_folded_W");
+    int bv = g.add_value(conv.name + "_bn_folded_B");
+    g.values[static_cast<size_t>(wv)].dtype = nw.dtype();
+    g.values[static_cast<size_t>(bv)].dtype = nb.dtype();
+    g.constants[wv] = std::move(nw);
+    g.constants[bv] = std::move(nb);
+    conv.inputs.resize(3);
+    conv.inputs[1] = wv;
+    conv.inputs[2] = bv;
+    conv.outputs[0] = bn.outputs[0];
+    drop[k] = 1;
+  }
+  std::vector<ir::Node> kept;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+  g.remove_dead();
+}
+
+}  // namespace voxrt

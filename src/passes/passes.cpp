@@ -1,0 +1,47 @@
+#include "passes/passes.h"
+
+#include <algorithm>
+
+namespace voxrt {
+
+const std::vector<Pass>& portable_passes() {
+  static const std::vector<Pass> passes = {
+      {"remove-identity", remove_identity},
+      {"fold-constants", fold_constants},
+      {"cancel-cast-pairs", cancel_cast_pairs},
+      {"fold-batchnorm", fold_batchnorm_into_conv},
+  };
+  return passes;
+}
+
+void run_passes(ir::Graph& g, const std::string& stop_after) {
+  const auto& passes = portable_passes();
+  if (!stop_after.empty() &&
+      std::none_of(passes.begin(), passes.end(), [&](const Pass& p) { return stop_after == p.name; })) {
+    std::string names;
+    for (const Pass& p : passes) names += std::string(names.empty() ? "" : ", ") + p.name;
+    throw Error("--stop-after '" + stop_after + "' names no pass; passes are: " + names);
+  }
+  for (const Pass& p : passes) {
+    p.run(g);
+    if (stop_after == p.name) break;
+  }
+}
+
+void replace_uses(ir::Graph& g, int from, int to) {
+  for (ir::Node& n : g.nodes)
+    for (int& i : n.inputs)
+      if (i == from) i = to;
+  for (int& o : g.outputs) {
+    if (o != from) continue;
+    // Keep the graph output's name: the producer of `to` now writes `from` directly.
+    for (ir::Node& n : g.nodes) {
+      for (int& out : n.outputs)
+        if (out == to) out = from;
+      for (int& i : n.inputs)
+        if (i == to) i = from;
+    }
+  }
+}
+
+}  // namespace voxrt

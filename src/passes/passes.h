@@ -1,0 +1,46 @@
+// Portable graph passes, run in order from one list. Each keeps the graph valid and typed.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace voxrt {
+
+struct Pass {
+  const char* name;
+  void (*run)(ir::Graph&);
+};
+
+/// The portable passes in the order they run.
+const std::vector<Pass>& portable_passes();
+/// Runs the portable passes, stopping after the one named `stop_after` (all if empty); throws
+/// voxrt::Error if `stop_after` names no pass.
+void run_passes(ir::Graph& g, const std::string& stop_after);
+
+void fold_constants(ir::Graph& g);
+void remove_identity(ir::Graph& g);
+void fold_batchnorm_into_conv(ir::Graph& g);
+void cancel_cast_pairs(ir::Graph& g);
+
+struct Fp16Options {
+  bool keep_io_types = true;     // graph inputs and outputs stay float32, with Casts at the edge
+  std::set<std::string> block_ops;  // op types kept in float32 between Casts
+};
+
+struct Fp16Report {
+  int64_t converted = 0;  // constant elements converted
+  int64_t clamped = 0;    // elements whose magnitude exceeded fp16's range and were clamped
+  int64_t flushed = 0;    // nonzero elements too small for fp16, now zero
+};
+
+/// Converts float32 weights and activations to float16 (dtypes must be inferred).
+Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& options);
+
+/// Points every consumer of `from` at `to`; graph outputs named `from` keep their name by
+/// renaming, so call only when `from` is not a graph output or `to` has a producer.
+void replace_uses(ir::Graph& g, int from, int to);
+
+}  // namespace voxrt

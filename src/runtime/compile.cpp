@@ -1,0 +1,89 @@
+#include "runtime/compile.h"
+
+#include <sstream>
+
+#include "onnx/importer.h"
+#include "onnx/proto_io.h"
+#include "passes/passes.h"
+
+namespace voxrt {
+
+std::vector<std::unique_ptr<Op>> build_ops(ir::Graph& g) {
+  const OpRegistry& reg = OpRegistry::instance();
+  std::vector<std::unique_ptr<Op>> ops;
+  ops.reserve(g.nodes.size());
+  for (int v : g.inputs)
+    if (!g.values[static_cast<size_t>(v)].dtype)
+      throw Error(g.where_value(v) + ": graph input has no element type");
+  for (const ir::Node& n : g.nodes) {
+    std::unique_ptr<Op> op = reg.create(n, g);
+    std::vector<ValueMeta> in(n.inputs.size());
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int v = n.inputs[i];
+      if (v < 0) continue;
+      const auto& dt = g.values[static_cast<size_t>(v)].dtype;
+      if (!dt)
+        throw Error(g.where(n) + ": the element type of input '" +
+                    g.values[static_cast<size_t>(v)].name + "' is unknown");
+      in[i].present = true;
+      in[i].dtype = *dt;
+      in[i].value = g.constant(v);
+      if (in[i].value) in[i].shape = in[i].value->shape();
+    }
+    std::vector<DType> out = op->infer_types(in);
+    for (size_t o = 0; o < n.outputs.size() && o < out.size(); ++o)
+      if (n.outputs[o] >= 0) g.values[static_cast<size_t>(n.outputs[o])].dtype = out[o];
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
+                         const std::string& model_dir) {
+  onnx::ModelProto proto = onnx_io::parse_model(bytes, size, model_name);
+  ir::Graph g = onnx_io::import_model(proto, model_name, model_dir);
+  g.topo_sort();
+  build_ops(g);
+  return g;
+}
+
+CompiledModel compile_model(const void* bytes, size_t size, const std::string& model_name,
+                            const std::string& model_dir, const CompileOptions& options) {
+  CompiledModel m;
+  m.graph = import_checked(bytes, size, model_name, model_dir);
+  if (options.fp16) {
+    convert_fp16(m.graph, Fp16Options{});
+    build_ops(m.graph);
+  }
+  m.graph_before_passes = graph_to_text(m.graph);
+  if (options.optimize) run_passes(m.graph, options.stop_after);
+  m.graph.remove_dead();
+  m.ops = build_ops(m.graph);
+  return m;
+}
+
+std::string graph_to_text(const ir::Graph& g) {
+  std::ostringstream s;
+  auto val = [&](int v) {
+    if (v < 0) return std::string("-");
+    const ir::Value& x = g.values[static_cast<size_t>(v)];
+    std::string t = x.name;
+    if (x.dtype) t += ":" + std::string(dtype_name(*x.dtype));
+    if (const Tensor* c = g.constant(v)) t += "[" + shape_str(c->shape()) + "]";
+    return t;
+  };
+  s << "graph '" << g.model_name << "' opset " << g.opset << ", " << g.nodes.size()
+    << " nodes, " << g.constants.size() << " constants\n";
+  for (int v : g.inputs) s << "  input  " << val(v) << "\n";
+  for (const ir::Node& n : g.nodes) {
+    s << "  " << n.name << ": " << n.op_type << "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) s << (i ? ", " : "") << val(n.inputs[i]);
+    s << ") -> ";
+    for (size_t i = 0; i < n.outputs.size(); ++i) s << (i ? ", " : "") << val(n.outputs[i]);
+    s << "\n";
+  }
+  for (int v : g.outputs) s << "  output " << val(v) << "\n";
+  return s.str();
+}
+
+}  // namespace voxrt

@@ -1,0 +1,41 @@
+// Load-time pipeline: ONNX bytes to a graph whose every node has a reference Op, with dtypes
+// inferred, optional fp16 conversion and the portable passes applied.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/ref/op.h"
+#include "ir/graph.h"
+
+namespace voxrt {
+
+struct CompileOptions {
+  bool fp16 = false;           // convert float weights and activations to fp16, keep fp32 I/O
+  bool optimize = true;        // run the portable passes
+  std::string stop_after;      // stop the pass list after the pass of this name
+};
+
+struct CompiledModel {
+  ir::Graph graph;
+  std::vector<std::unique_ptr<Op>> ops;  // one per graph.nodes entry
+  std::string graph_before_passes;       // text form, for `voxrt info --passes`
+};
+
+/// Parses, imports and checks a model; throws voxrt::Error naming the model/node on failure.
+CompiledModel compile_model(const void* bytes, size_t size, const std::string& model_name,
+                            const std::string& model_dir, const CompileOptions& options);
+
+/// Imports and checks a model without passes (for converters); dtypes are inferred.
+ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
+                         const std::string& model_dir);
+
+/// Creates every node's Op (refusing unsupported ops and attributes) and infers the dtype of
+/// every value into graph.values[v].dtype.
+std::vector<std::unique_ptr<Op>> build_ops(ir::Graph& g);
+
+/// Human-readable listing of a graph, one node per line.
+std::string graph_to_text(const ir::Graph& g);
+
+}  // namespace voxrt

@@ -1,0 +1,151 @@
+#include "runtime/plan.h"
+
+#include <algorithm>
+
+namespace voxrt {
+
+namespace {
+
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 20;
+
+void bind_input(const ir::Graph& g, int v, const Shape& shape, std::map<std::string, int64_t>& symbols) {
+  const ir::Value& val = g.values[static_cast<size_t>(v)];
+  if (!val.dims) return;
+  const auto& dims = *val.dims;
+  std::string expected;
+  for (size_t i = 0; i < dims.size(); ++i)
+    expected += (i ? "x" : "") + (dims[i].known() ? std::to_string(dims[i].value)
+                                                   : (dims[i].symbol.empty() ? "?" : dims[i].symbol));
+  auto mismatch = [&](const std::string& why) {
+    throw Error(g.where_value(v) + ": input of shape " + shape_str(shape) + " does not fit " +
+                expected + " (" + why + ")");
+  };
+  if (dims.size() != shape.size())
+    mismatch("rank " + std::to_string(shape.size()) + ", expected " + std::to_string(dims.size()));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].known() && dims[i].value != shape[i])
+      mismatch("dimension " + std::to_string(i) + " must be " + std::to_string(dims[i].value));
+    if (!dims[i].symbol.empty()) {
+      auto [it, fresh] = symbols.emplace(dims[i].symbol, shape[i]);
+      if (!fresh && it->second != shape[i])
+        mismatch("'" + dims[i].symbol + "' is bound to " + std::to_string(it->second) +
+                 " by another input");
+    }
+  }
+}
+
+}  // namespace
+
+Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes) {
+  const ir::Graph& g = m.graph;
+  Plan p;
+  size_t nv = g.values.size();
+  p.shapes.resize(nv);
+  p.known.assign(nv, 0);
+  p.last_use.assign(nv, -1);
+  if (input_shapes.size() != g.inputs.size())
+    throw Error("model '" + g.model_name + "': expected " + std::to_string(g.inputs.size()) +
+                " inputs, got " + std::to_string(input_shapes.size()));
+  std::map<std::string, int64_t> symbols;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    int v = g.inputs[i];
+    shape_numel(input_shapes[i]);
+    bind_input(g, v, input_shapes[i], symbols);
+    p.shapes[static_cast<size_t>(v)] = input_shapes[i];
+    p.known[static_cast<size_t>(v)] = 1;
+  }
+  for (const auto& [v, t] : g.constants) {
+    p.shapes[static_cast<size_t>(v)] = t.shape();
+    p.known[static_cast<size_t>(v)] = 1;
+  }
+  auto value_of = [&](int v) -> const Tensor* {
+    if (const Tensor* c = g.constant(v)) return c;
+    auto it = p.folded.find(v);
+    return it == p.folded.end() ? nullptr : &it->second;
+  };
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const ir::Node& n = g.nodes[k];
+    const Op& op = *m.ops[k];
+    std::vector<ValueMeta> in(n.inputs.size());
+    bool all_values = true;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int v = n.inputs[i];
+      if (v < 0) continue;
+      if (!p.known[static_cast<size_t>(v)])
+        throw Error(g.where(n) + ": the shape of input '" + g.values[static_cast<size_t>(v)].name +
+                    "' is unknown");
+      in[i] = ValueMeta{true, *g.values[static_cast<size_t>(v)].dtype, p.shapes[static_cast<size_t>(v)],
+                        value_of(v)};
+      all_values = all_values && in[i].value;
+    }
+    std::vector<Shape> out = op.infer_shapes(in);
+    if (out.size() < n.outputs.size())
+      throw Error(g.where(n) + ": produced " + std::to_string(out.size()) + " outputs, the node names " +
+                  std::to_string(n.outputs.size()));
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      if (n.outputs[o] < 0) continue;
+      shape_numel(out[o]);
+      p.shapes[static_cast<size_t>(n.outputs[o])] = out[o];
+      p.known[static_cast<size_t>(n.outputs[o])] = 1;
+    }
+    bool shape_only = n.op_type == "Shape" || n.op_type == "Size";
+    bool small = true;
+    for (const Shape& s : out) small = small && shape_numel(s) <= kMaxFoldedElements;
+    bool is_output = std::any_of(n.outputs.begin(), n.outputs.end(), [&](int o) {
+      return std::count(g.outputs.begin(), g.outputs.end(), o) > 0;
+    });
+    if ((shape_only || all_values) && small && !is_output) {
+      // Depends on shapes only: compute now, once per signature. Shape and Size read no data, so
+      // a stand-in tensor of the right shape serves as their input.
+      std::vector<Tensor> stand_in(n.inputs.size());
+      std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (!in[i].present) continue;
+        if (in[i].value) {
+          ins[i] = in[i].value;
+        } else {
+          stand_in[i] = Tensor::view(in[i].dtype, in[i].shape, reinterpret_cast<void*>(16));
+          ins[i] = &stand_in[i];
+        }
+      }
+      std::vector<DType> types = op.infer_types(in);
+      std::vector<Tensor> res;
+      for (size_t o = 0; o < out.size(); ++o) res.push_back(Tensor::empty(types[o], out[o]));
+      op.compute(ins, res);
+      for (size_t o = 0; o < n.outputs.size(); ++o)
+        if (n.outputs[o] >= 0) p.folded[n.outputs[o]] = std::move(res[o]);
+      continue;
+    }
+    int step = static_cast<int>(p.steps.size());
+    p.steps.push_back(static_cast<int>(k));
+    for (int v : n.inputs)
+      if (v >= 0) p.last_use[static_cast<size_t>(v)] = step;
+    p.macs += op.macs(in, out);
+  }
+  for (int v : g.outputs)
+    if (!p.known[static_cast<size_t>(v)])
+      throw Error(g.where_value(v) + ": graph output is never produced");
+
+  // Peak of simultaneously live activations, by walking the steps with lifetimes.
+  int64_t live = 0;
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(p.steps[s])];
+    for (int o : n.outputs)
+      if (o >= 0)
+        live += shape_numel(p.shapes[static_cast<size_t>(o)]) *
+                static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(o)].dtype));
+    p.peak_activation_bytes = std::max(p.peak_activation_bytes, live);
+    std::vector<int> ins(n.inputs);
+    std::sort(ins.begin(), ins.end());
+    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
+    for (int v : ins)
+      if (v >= 0 && p.last_use[static_cast<size_t>(v)] == static_cast<int>(s) && !g.is_constant(v) &&
+          !p.folded.count(v) &&
+          std::count(g.inputs.begin(), g.inputs.end(), v) == 0)
+        live -= shape_numel(p.shapes[static_cast<size_t>(v)]) *
+                static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(v)].dtype));
+  }
+  return p;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,27 @@
+// A plan binds a compiled model to concrete input shapes: every value's shape, the nodes left to
+// run once shape-only computations are folded, and each value's last use. Built once per input
+// signature and shared by every run with that signature.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "runtime/compile.h"
+
+namespace voxrt {
+
+struct Plan {
+  std::vector<Shape> shapes;         // per value id
+  std::vector<char> known;           // per value id: shape is bound
+  std::map<int, Tensor> folded;      // values computed while planning (Shape chains)
+  std::vector<int> steps;            // node indices to run, in order
+  std::vector<int> last_use;         // per value id: last step reading it, -1 if none
+  int64_t macs = 0;
+  int64_t peak_activation_bytes = 0;
+};
+
+/// Binds `input_shapes` (one per graph input, in order) and infers everything else. Throws
+/// voxrt::Error naming the input or node whose shape does not fit.
+Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes);
+
+}  // namespace voxrt

@@ -1,0 +1,238 @@
+#include "voxrt/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "onnx/proto_io.h"
+#include "runtime/compile.h"
+#include "runtime/plan.h"
+#include "runtime/session_impl.h"
+
+namespace voxrt {
+
+namespace {
+
+std::vector<IoInfo> io_infos(const ir::Graph& g, const std::vector<int>& ids) {
+  std::vector<IoInfo> out;
+  for (int v : ids) {
+    const ir::Value& val = g.values[static_cast<size_t>(v)];
+    IoInfo info;
+    info.name = val.name;
+    info.dtype = val.dtype.value_or(DType::f32);
+    if (val.dims)
+      for (const ir::Dim& d : *val.dims) {
+        info.shape.push_back(d.known() ? d.value : -1);
+        info.dim_names.push_back(d.symbol);
+      }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace
+
+void Session::Impl::init(const void* bytes, size_t size, const std::string& name,
+                         const std::string& dir, const SessionOptions& opt) {
+  options = opt;
+  if (opt.threads < 1) throw Error("model '" + name + "': threads must be at least 1");
+  CompileOptions co;
+  co.fp16 = opt.precision == Precision::fp16;
+  co.optimize = opt.optimize;
+  co.stop_after = opt.stop_after_pass;
+  model = compile_model(bytes, size, name, dir, co);
+  inputs = io_infos(model.graph, model.graph.inputs);
+  outputs = io_infos(model.graph, model.graph.outputs);
+}
+
+std::shared_ptr<const Plan> Session::Impl::plan_for(const std::vector<Shape>& shapes) const {
+  std::lock_guard<std::mutex> lock(plans_mutex);
+  auto it = plans.find(shapes);
+  if (it != plans.end()) return it->second;
+  auto plan = std::make_shared<const Plan>(make_plan(model, shapes));
+  if (plans.size() >= 16) plans.clear();
+  plans[shapes] = plan;
+  return plan;
+}
+
+std::vector<Shape> Session::Impl::input_shapes(const std::vector<NamedTensor>& in) const {
+  const ir::Graph& g = model.graph;
+  std::vector<Shape> shapes(g.inputs.size());
+  std::vector<char> seen(g.inputs.size(), 0);
+  for (const NamedTensor& t : in) {
+    size_t k = 0;
+    while (k < inputs.size() && inputs[k].name != t.name) ++k;
+    if (k == inputs.size()) {
+      std::string names;
+      for (const IoInfo& i : inputs) names += (names.empty() ? "'" : ", '") + i.name + "'";
+      throw Error("model '" + g.model_name + "': no input named '" + t.name + "' (inputs: " + names + ")");
+    }
+    if (t.tensor.dtype() != inputs[k].dtype)
+      throw Error(g.where_value(g.inputs[k]) + ": given " + std::string(dtype_name(t.tensor.dtype())) +
+                  ", expected " + std::string(dtype_name(inputs[k].dtype)));
+    if (!t.tensor.raw() && t.tensor.numel() > 0)
+      throw Error(g.where_value(g.inputs[k]) + ": the given tensor has no data");
+    shapes[k] = t.tensor.shape();
+    seen[k] = 1;
+  }
+  for (size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k]) throw Error(g.where_value(g.inputs[k]) + ": input not given");
+  return shapes;
+}
+
+void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out,
+                            bool caller_outputs) const {
+  const ir::Graph& g = model.graph;
+  std::vector<Shape> shapes = input_shapes(in);
+  std::shared_ptr<const Plan> plan = plan_for(shapes);
+  std::vector<Tensor> vals(g.values.size());
+  for (const auto& [v, t] : g.constants) vals[static_cast<size_t>(v)] = t;
+  for (const auto& [v, t] : plan->folded) vals[static_cast<size_t>(v)] = t;
+  for (const NamedTensor& t : in)
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (inputs[k].name == t.name) vals[static_cast<size_t>(g.inputs[k])] = t.tensor;
+
+  if (caller_outputs) {
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      const Shape& want = plan->shapes[static_cast<size_t>(g.outputs[k])];
+      DType dt = *g.values[static_cast<size_t>(g.outputs[k])].dtype;
+      if (out[k].shape() != want || out[k].dtype() != dt)
+        throw Error(g.where_value(g.outputs[k]) + ": output buffer is " +
+                    std::string(dtype_name(out[k].dtype())) + " " + shape_str(out[k].shape()) +
+                    ", the run produces " + std::string(dtype_name(dt)) + " " + shape_str(want));
+    }
+  }
+  auto output_slot = [&](int v) -> int {
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+      if (g.outputs[k] == v) return static_cast<int>(k);
+    return -1;
+  };
+
+  std::vector<NodeProfile> profile;
+  using clock = std::chrono::steady_clock;
+  for (size_t s = 0; s < plan->steps.size(); ++s) {
+    int k = plan->steps[s];
+    const ir::Node& n = g.nodes[static_cast<size_t>(k)];
+    std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] >= 0) ins[i] = &vals[static_cast<size_t>(n.inputs[i])];
+    std::vector<Tensor> outs;
+    for (int o : n.outputs) {
+      int slot = o >= 0 ? output_slot(o) : -1;
+      DType dt = o >= 0 ? *g.values[static_cast<size_t>(o)].dtype : DType::f32;
+      const Shape& shape = o >= 0 ? plan->shapes[static_cast<size_t>(o)] : Shape{};
+      if (slot >= 0 && caller_outputs) outs.push_back(Tensor::view(dt, shape, out[static_cast<size_t>(slot)].raw()));
+      else if (o >= 0) outs.push_back(Tensor::empty(dt, shape));
+      else outs.push_back(Tensor());
+    }
+    auto t0 = clock::now();
+    model.ops[static_cast<size_t>(k)]->compute(ins, outs);
+    if (options.profiling)
+      profile.push_back({n.name, n.op_type,
+                         std::chrono::duration<double, std::milli>(clock::now() - t0).count()});
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0) vals[static_cast<size_t>(n.outputs[o])] = std::move(outs[o]);
+    for (int v : n.inputs)
+      if (v >= 0 && plan->last_use[static_cast<size_t>(v)] == static_cast<int>(s) && output_slot(v) < 0)
+        vals[static_cast<size_t>(v)] = Tensor();
+  }
+  if (!caller_outputs) out.assign(g.outputs.size(), Tensor());
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    Tensor& v = vals[static_cast<size_t>(g.outputs[k])];
+    if (caller_outputs) {
+      if (v.raw() != out[k].raw() && out[k].nbytes()) std::memcpy(out[k].raw(), v.raw(), out[k].nbytes());
+    } else {
+      bool borrowed = g.is_constant(g.outputs[k]) || plan->folded.count(g.outputs[k]) ||
+                      std::count(g.inputs.begin(), g.inputs.end(), g.outputs[k]);
+      out[k] = borrowed ? v.clone() : std::move(v);
+    }
+  }
+  if (options.profiling) {
+    std::lock_guard<std::mutex> lock(profile_mutex);
+    last_profile = std::move(profile);
+  }
+}
+
+Session::Session(const std::string& path, const SessionOptions& options) : impl_(std::make_unique<Impl>()) {
+  std::string name = options.model_name.empty() ? std::filesystem::path(path).filename().string()
+                                                : options.model_name;
+  std::string bytes = onnx_io::read_file(path);
+  impl_->init(bytes.data(), bytes.size(), name, std::filesystem::path(path).parent_path().string(),
+              options);
+}
+
+Session::Session(const void* bytes, size_t size, const SessionOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->init(bytes, size, options.model_name.empty() ? "<memory>" : options.model_name, "", options);
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+
+std::vector<Tensor> Session::run(const std::vector<NamedTensor>& inputs) const {
+  std::vector<Tensor> out;
+  impl_->execute(inputs, out, false);
+  return out;
+}
+
+void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) const {
+  const auto& outs = impl_->outputs;
+  std::vector<Tensor> buffers(outs.size());
+  std::vector<char> seen(outs.size(), 0);
+  for (const NamedTensor& o : outputs) {
+    size_t k = 0;
+    while (k < outs.size() && outs[k].name != o.name) ++k;
+    if (k == outs.size())
+      throw Error("model '" + impl_->model.graph.model_name + "': no output named '" + o.name + "'");
+    buffers[k] = o.tensor;
+    seen[k] = 1;
+  }
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!seen[k])
+      throw Error("model '" + impl_->model.graph.model_name + "', output '" + outs[k].name +
+                  "': no buffer given for it");
+  impl_->execute(inputs, buffers, true);
+}
+
+std::vector<Shape> Session::output_shapes(const std::vector<std::pair<std::string, Shape>>& input_shapes) const {
+  return summary(input_shapes).output_shapes;
+}
+
+ModelSummary Session::summary(const std::vector<std::pair<std::string, Shape>>& input_shapes) const {
+  const ir::Graph& g = impl_->model.graph;
+  std::vector<NamedTensor> named;
+  for (const auto& [name, shape] : input_shapes) {
+    DType dt = DType::f32;
+    for (const IoInfo& i : impl_->inputs)
+      if (i.name == name) dt = i.dtype;
+    named.push_back({name, Tensor::view(dt, shape, reinterpret_cast<void*>(16))});
+  }
+  std::shared_ptr<const Plan> plan = impl_->plan_for(impl_->input_shapes(named));
+  ModelSummary s;
+  s.ir_version = g.ir_version;
+  s.opset = g.opset;
+  for (const ir::Node& n : g.nodes) ++s.op_histogram[n.op_type];
+  for (const auto& [v, t] : g.constants)
+    if (is_float(t.dtype())) s.parameters += t.numel();
+  s.macs = plan->macs;
+  s.activation_bytes = plan->peak_activation_bytes;
+  for (int v : g.outputs) s.output_shapes.push_back(plan->shapes[static_cast<size_t>(v)]);
+  return s;
+}
+
+std::string Session::graph_text(bool before_passes) const {
+  return before_passes ? impl_->model.graph_before_passes : graph_to_text(impl_->model.graph);
+}
+
+std::vector<NodeProfile> Session::last_profile() const {
+  std::lock_guard<std::mutex> lock(impl_->profile_mutex);
+  return impl_->last_profile;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,30 @@
+// Session internals, shared with the model summary.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "runtime/compile.h"
+#include "runtime/plan.h"
+#include "voxrt/session.h"
+
+namespace voxrt {
+
+struct Session::Impl {
+  SessionOptions options;
+  CompiledModel model;
+  std::vector<IoInfo> inputs, outputs;
+  mutable std::mutex plans_mutex;
+  mutable std::map<std::vector<Shape>, std::shared_ptr<const Plan>> plans;
+  mutable std::mutex profile_mutex;
+  mutable std::vector<NodeProfile> last_profile;
+
+  void init(const void* bytes, size_t size, const std::string& name, const std::string& dir,
+            const SessionOptions& opt);
+  std::shared_ptr<const Plan> plan_for(const std::vector<Shape>& shapes) const;
+  std::vector<Shape> input_shapes(const std::vector<NamedTensor>& in) const;
+  void execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out, bool caller_outputs) const;
+};
+
+}  // namespace voxrt

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "model_builder.h"
+
+namespace voxrt {
+namespace {
+
+using test::ModelBuilder;
+
+ModelBuilder relu_model() {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("batch"), int64_t{3}});
+  b.node("Relu", {"x"}, {"h"});
+  b.node("LeakyRelu", {"h"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  return b;
+}
+
+TEST(Session, RunsAnyBatchSizeWithoutReloading) {
+  Session s = relu_model().session();
+  ASSERT_EQ(s.inputs().size(), 1u);
+  EXPECT_EQ(s.inputs()[0].shape, (Shape{-1, 3}));
+  EXPECT_EQ(s.inputs()[0].dim_names[0], "batch");
+  for (int64_t n : {1, 3, 5}) {
+    Tensor x = Tensor::empty(DType::f32, {n, 3});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 2.0f;
+    std::vector<Tensor> y = s.run({{"x", x}});
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_EQ(y[0].shape(), (Shape{n, 3}));
+    for (int64_t i = 0; i < x.numel(); ++i)
+      EXPECT_FLOAT_EQ(y[0].data<float>()[i], std::max(0.0f, x.data<float>()[i]));
+  }
+}
+
+TEST(Session, RunsIntoCallerBuffers) {
+  Session s = relu_model().session();
+  std::vector<float> in = {-1, 2, -3, 4, -5, 6};
+  std::vector<float> out(6, 123.0f);
+  std::vector<NamedTensor> outs = {{"y", Tensor::view(DType::f32, {2, 3}, out.data())}};
+  s.run({{"x", Tensor::view(DType::f32, {2, 3}, in.data())}}, outs);
+  EXPECT_EQ(out, (std::vector<float>{0, 2, 0, 4, 0, 6}));
+}
+
+TEST(Session, ConcurrentRunsAgree) {
+  Session s = relu_model().session();
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      int64_t n = t + 1;
+      Tensor x = Tensor::empty(DType::f32, {n, 3});
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i - t);
+      bool good = true;
+      for (int rep = 0; rep < 50; ++rep) {
+        Tensor y = s.run({{"x", x}})[0];
+        for (int64_t i = 0; i < x.numel(); ++i)
+          good = good && y.data<float>()[i] == std::max(0.0f, x.data<float>()[i]);
+      }
+      ok[static_cast<size_t>(t)] = good;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok, (std::vector<int>{1, 1, 1, 1}));
+}
+
+TEST(Session, RejectsWrongInputs) {
+  Session s = relu_model().session();
+  Tensor wrong_rank = Tensor::zeros(DType::f32, {3});
+  EXPECT_THROW(s.run({{"x", wrong_rank}}), Error);
+  Tensor wrong_dim = Tensor::zeros(DType::f32, {2, 4});
+  try {
+    s.run({{"x", wrong_dim}});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'x'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dimension 1 must be 3"), std::string::npos) << e.what();
+  }
+  Tensor wrong_type = Tensor::zeros(DType::f16, {2, 3});
+  EXPECT_THROW(s.run({{"x", wrong_type}}), Error);
+  EXPECT_THROW(s.run({{"nope", wrong_dim}}), Error);
+  EXPECT_THROW(s.run({}), Error);
+}
+
+}  // namespace
+}  // namespace voxrt
