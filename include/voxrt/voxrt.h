@@ -5,6 +5,7 @@
 //   auto outputs = s.run({{s.inputs()[0].name, input_tensor}});
 #pragma once
 
+#include "voxrt/convert.h"
 #include "voxrt/dtype.h"
 #include "voxrt/error.h"
 #include "voxrt/session.h"

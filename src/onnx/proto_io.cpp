@@ -140,7 +140,12 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)
     if (d < 0) throw Error(where + ": dimension " + std::to_string(d) + " is negative");
-  int64_t numel = shape_numel(shape);
+  int64_t numel = 0;
+  try {
+    numel = shape_numel(shape);
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
   size_t esize = dtype_size(dt);
   if (numel > 0 && static_cast<uint64_t>(numel) > (uint64_t{1} << 40) / esize)
     throw Error(where + ": shape " + shape_str(shape) + " is too large");

@@ -1,0 +1,198 @@
+// Malformed models and inputs must give a voxrt::Error that names what is wrong, never a crash.
+// CI runs this file under AddressSanitizer and UndefinedBehaviorSanitizer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "model_builder.h"
+
+namespace voxrt {
+namespace {
+
+using test::ModelBuilder;
+
+ModelBuilder small_model() {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), int64_t{4}});
+  b.initializer("w", {4}, {1, -2, 3, -4});
+  b.node("Mul", {"x", "w"}, {"m"});
+  b.node("Relu", {"m"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  return b;
+}
+
+std::string load_error(const std::string& bytes) {
+  try {
+    SessionOptions opt;
+    opt.model_name = "bad.onnx";
+    Session s(bytes.data(), bytes.size(), opt);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(BadInput, TruncatedFile) {
+  std::string b = small_model().bytes();
+  for (size_t cut : {b.size() / 2, b.size() - 3, size_t{5}, size_t{0}}) {
+    std::string err = load_error(b.substr(0, cut));
+    EXPECT_CONTAINS(err, "bad.onnx");
+  }
+}
+
+TEST(BadInput, BytesThatAreNotOnnx) {
+  EXPECT_CONTAINS(load_error("this is a text file, not a model\n"), "not a valid ONNX model");
+  std::string png = "\x89PNG\r\n\x1a\n";
+  EXPECT_CONTAINS(load_error(png + std::string(100, '\x07')), "bad.onnx");
+}
+
+TEST(BadInput, RandomCorruptionNeverCrashes) {
+  std::string good = small_model().bytes();
+  std::mt19937 rng(7);
+  int errors = 0, loaded = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string b = good;
+    for (int k = 0; k < 3; ++k) b[rng() % b.size()] = static_cast<char>(rng());
+    try {
+      SessionOptions opt;
+      opt.model_name = "bad.onnx";
+      Session s(b.data(), b.size(), opt);
+      Tensor x = Tensor::zeros(DType::f32, {2, 4});
+      s.run({{s.inputs().at(0).name, x}});
+      ++loaded;
+    } catch (const Error&) {
+      ++errors;
+    }
+  }
+  EXPECT_EQ(errors + loaded, 300);
+  EXPECT_GT(errors, 0);
+}
+
+TEST(BadInput, GraphWithCycle) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{4}});
+  b.node("Add", {"x", "c"}, {"a"});
+  b.node("Relu", {"a"}, {"c"});
+  b.output("a", onnx::TensorProto::FLOAT);
+  EXPECT_CONTAINS(load_error(b.bytes()), "cycle");
+}
+
+TEST(BadInput, UnknownOp) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{4}});
+  b.node("FrobnicateVoxels", {"x"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  std::string err = load_error(b.bytes());
+  EXPECT_CONTAINS(err, "FrobnicateVoxels");
+  EXPECT_CONTAINS(err, "not supported");
+}
+
+TEST(BadInput, UnknownDomainAndFutureOpset) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{4}});
+  b.node("Relu", {"x"}, {"y"}).set_domain("com.example");
+  b.output("y", onnx::TensorProto::FLOAT);
+  EXPECT_CONTAINS(load_error(b.bytes()), "com.example");
+  ModelBuilder f(99);
+  f.input("x", onnx::TensorProto::FLOAT, {int64_t{4}});
+  f.node("Relu", {"x"}, {"y"});
+  f.output("y", onnx::TensorProto::FLOAT);
+  EXPECT_CONTAINS(load_error(f.bytes()), "opset 99");
+}
+
+TEST(BadInput, InputOfWrongRankDtypeOrSize) {
+  Session s = small_model().session();
+  auto err = [&](Tensor x) {
+    try {
+      s.run({{"x", x}});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_CONTAINS(err(Tensor::zeros(DType::f32, {4})), "rank 1, expected 2");
+  EXPECT_CONTAINS(err(Tensor::zeros(DType::f16, {2, 4})), "given float16, expected float");
+  EXPECT_CONTAINS(err(Tensor::zeros(DType::f32, {2, 5})), "dimension 1 must be 4");
+}
+
+TEST(BadInput, TensorDeclaringMoreThanItHolds) {
+  ModelBuilder b = small_model();
+  auto* w = b.proto().mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  w->add_dims(1000);
+  EXPECT_CONTAINS(load_error(b.bytes()), "initializer 'w'");
+  w->clear_float_data();
+  w->set_raw_data(std::string(16, '\0'));
+  std::string err = load_error(b.bytes());
+  EXPECT_CONTAINS(err, "needs 4000 bytes but the tensor holds 16");
+}
+
+TEST(BadInput, ShapeWhoseElementCountOverflows) {
+  ModelBuilder b = small_model();
+  auto* w = b.proto().mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  w->add_dims(int64_t{1} << 40);
+  w->add_dims(int64_t{1} << 40);
+  EXPECT_CONTAINS(load_error(b.bytes()), "initializer 'w'");
+  Session s = small_model().session();
+  EXPECT_THROW(Tensor::view(DType::f32, {int64_t{1} << 40, int64_t{1} << 40}, nullptr), Error);
+  EXPECT_THROW(s.output_shapes({{"x", {int64_t{1} << 62, 4}}}), Error);
+}
+
+TEST(BadInput, ExternalDataOutsideTheModelFolder) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "voxrt_external_test";
+  fs::create_directories(dir / "model");
+  {
+    std::ofstream f(dir / "secret.bin", std::ios::binary);
+    f << std::string(16, '\0');
+    std::ofstream g(dir / "model" / "weights.bin", std::ios::binary);
+    float w[4] = {1, -2, 3, -4};
+    g.write(reinterpret_cast<const char*>(w), sizeof w);
+  }
+  auto with_location = [&](const std::string& loc) {
+    ModelBuilder b = small_model();
+    auto* w = b.proto().mutable_graph()->mutable_initializer(0);
+    w->clear_float_data();
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = w->add_external_data();
+    kv->set_key("location");
+    kv->set_value(loc);
+    std::ofstream f(dir / "model" / "m.onnx", std::ios::binary);
+    f << b.bytes();
+  };
+  auto path = (dir / "model" / "m.onnx").string();
+  with_location("weights.bin");
+  Session ok(path);
+  Tensor x = Tensor::empty(DType::f32, {1, 4});
+  for (int i = 0; i < 4; ++i) x.data<float>()[i] = 1.0f;
+  Tensor y = ok.run({{"x", x}})[0];
+  EXPECT_EQ(y.data<float>()[2], 3.0f);
+  with_location("../secret.bin");
+  try {
+    Session s(path);
+    FAIL() << "escaping location accepted";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "escapes the model's folder");
+  }
+  with_location((dir / "secret.bin").string());
+  try {
+    Session s(path);
+    FAIL() << "absolute location accepted";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "is absolute");
+  }
+  fs::remove_all(dir);
+}
+
+TEST(BadInput, MissingFile) {
+  EXPECT_THROW(Session("/nonexistent/model.onnx"), Error);
+}
+
+}  // namespace
+}  // namespace voxrt

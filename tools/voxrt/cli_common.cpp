@@ -1,0 +1,95 @@
+#include "cli_common.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <random>
+
+#include "core/half.h"
+
+namespace voxrt::cli {
+
+std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Session& s) {
+  std::string name, dims = arg;
+  size_t eq = arg.rfind('=');
+  if (eq != std::string::npos) {
+    name = arg.substr(0, eq);
+    dims = arg.substr(eq + 1);
+  } else {
+    if (s.inputs().size() != 1)
+      throw Error("--shape '" + arg + "' needs a name: the model has several inputs");
+    name = s.inputs()[0].name;
+  }
+  Shape shape;
+  size_t pos = 0;
+  while (pos <= dims.size()) {
+    size_t x = dims.find('x', pos);
+    std::string part = dims.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(part, &used);
+      if (used != part.size() || v < 0) throw std::invalid_argument(part);
+      shape.push_back(v);
+    } catch (const std::exception&) {
+      throw Error("--shape '" + arg + "': '" + part + "' is not a dimension (expected e.g. 1x1x96x96x96)");
+    }
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  return {name, shape};
+}
+
+std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std::string>& args,
+                                                          const Session& s) {
+  std::vector<std::pair<std::string, Shape>> given;
+  for (const std::string& a : args) given.push_back(parse_shape_arg(a, s));
+  std::vector<std::pair<std::string, Shape>> out;
+  for (const IoInfo& in : s.inputs()) {
+    auto it = std::find_if(given.begin(), given.end(), [&](auto& g) { return g.first == in.name; });
+    if (it != given.end()) {
+      out.push_back(*it);
+      continue;
+    }
+    if (in.shape.empty() && in.dim_names.empty())
+      throw Error("input '" + in.name + "' has no declared shape: give it with --shape " + in.name + "=...");
+    Shape shape = in.shape;
+    for (int64_t& d : shape)
+      if (d < 0) d = 1;
+    out.emplace_back(in.name, shape);
+  }
+  for (const auto& g : given)
+    if (std::none_of(s.inputs().begin(), s.inputs().end(), [&](const IoInfo& i) { return i.name == g.first; }))
+      throw Error("--shape names '" + g.first + "', which is not an input of the model");
+  return out;
+}
+
+Precision parse_precision(const std::string& p) {
+  if (p == "fp32" || p == "model" || p.empty()) return Precision::as_model;
+  if (p == "fp16") return Precision::fp16;
+  throw Error("precision '" + p + "' is not one of fp32, fp16");
+}
+
+Tensor random_tensor(DType dtype, const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::empty(dtype, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    float v = u(rng);
+    switch (dtype) {
+      case DType::f32: t.data<float>()[i] = v; break;
+      case DType::f16: t.data<uint16_t>()[i] = float_to_half(v); break;
+      case DType::f64: t.data<double>()[i] = v; break;
+      case DType::i64: t.data<int64_t>()[i] = static_cast<int64_t>(v * 4); break;
+      default: throw Error("cannot make random input of type " + std::string(dtype_name(dtype)));
+    }
+  }
+  return t;
+}
+
+int64_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+}  // namespace voxrt::cli

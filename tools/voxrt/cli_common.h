@@ -1,0 +1,33 @@
+// Helpers shared by the voxrt subcommands.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "voxrt/voxrt.h"
+
+namespace voxrt::cli {
+
+/// "input=1x1x96x96x96" or "1x1x96x96x96" (the only input) into (name, shape).
+std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Session& s);
+/// Shapes for every input: given ones, else the declared shape with symbolic dims set to 1.
+std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std::string>& args,
+                                                          const Session& s);
+/// "fp32" | "fp16" | "model" to Precision.
+Precision parse_precision(const std::string& p);
+/// Tensor of this dtype and shape filled with reproducible values in [-1, 1).
+Tensor random_tensor(DType dtype, const Shape& shape, uint32_t seed);
+/// Peak resident memory of this process in bytes.
+int64_t peak_rss_bytes();
+
+int cmd_info(const std::string& model, const std::vector<std::string>& shapes, bool passes,
+             const std::string& precision);
+int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
+            const std::vector<std::string>& outputs, const std::string& precision, int threads);
+int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
+              const std::string& precision, int threads, int runs, int warmup);
+int cmd_convert(const std::string& in, const std::string& out, bool fp16, bool keep_io,
+                const std::string& block_ops);
+
+}  // namespace voxrt::cli
