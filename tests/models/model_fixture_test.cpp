@@ -1,0 +1,117 @@
+// torch-exported UNets (tests/fixtures, made by tools/make_fixtures.py) against torch's float64
+// outputs: fp32 within relative L2 1e-5; fp16 models, and fp32 models run with the fp16 option,
+// within 1e-2 with the argmax class agreeing on at least 99.9% of voxels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/half.h"
+#include "npy.h"
+#include "voxrt/voxrt.h"
+
+namespace voxrt {
+namespace {
+
+struct Case {
+  std::string model;      // file under the fixture dir
+  bool model_is_fp16;     // weights converted to fp16
+  bool run_fp16_option;   // fp32 model run with Precision::fp16
+  std::string input, expected;
+  std::string label;
+  double argmax_min_margin;  // voxels whose reference top-1 minus top-2 is below this are near-ties
+  double min_agreement_all;  // over every voxel, near-ties included
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+
+std::vector<Case> cases() {
+  std::ifstream f(std::string(VOXRT_FIXTURE_DIR) + "/manifest.json");
+  std::vector<Case> out;
+  if (!f) return out;
+  nlohmann::json m = nlohmann::json::parse(f);
+  for (const auto& model : m["models"]) {
+    bool fp16 = model["precision"] != "fp32";
+    for (const auto& c : model["cases"]) {
+      std::string b = "b" + std::to_string(c["batch"].get<int>());
+      std::string name = model["name"].get<std::string>();
+      double margin = c["argmax_min_margin"];
+      double all32 = m["tolerances"]["fp32"]["argmax_agreement_all"];
+      double all16 = m["tolerances"]["fp16"]["argmax_agreement_all"];
+      out.push_back({model["file"], fp16, false, c["input"], c["expected"], name + "_" + b, margin,
+                     fp16 ? all16 : all32});
+      if (!fp16)
+        out.push_back({model["file"], false, true, c["input"], c["expected"], name + "_as_fp16_" + b,
+                       margin, all16});
+    }
+  }
+  return out;
+}
+
+class ModelFixture : public ::testing::TestWithParam<Case> {};
+
+float element(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::f16 ? half_to_float(t.data<uint16_t>()[i]) : t.data<float>()[i];
+}
+
+TEST_P(ModelFixture, MatchesTorch) {
+  const Case& c = GetParam();
+  std::string dir = VOXRT_FIXTURE_DIR;
+  SessionOptions opt;
+  if (c.run_fp16_option) opt.precision = Precision::fp16;
+  Session s(dir + "/" + c.model, opt);
+  Tensor x = cli::read_npy(dir + "/" + c.input);
+  if (s.inputs()[0].dtype == DType::f16) {
+    Tensor h = Tensor::empty(DType::f16, x.shape());
+    for (int64_t i = 0; i < x.numel(); ++i) h.data<uint16_t>()[i] = float_to_half(x.data<float>()[i]);
+    x = h;
+  }
+  Tensor want = cli::read_npy(dir + "/" + c.expected);
+  Tensor got = s.run({{s.inputs()[0].name, x}})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double d = static_cast<double>(element(got, i)) - want.data<float>()[i];
+    num += d * d;
+    den += static_cast<double>(want.data<float>()[i]) * want.data<float>()[i];
+  }
+  double rel_l2 = std::sqrt(num / den);
+  bool half = c.model_is_fp16 || c.run_fp16_option;
+  EXPECT_LT(rel_l2, half ? 1e-2 : 1e-5) << c.label;
+
+  // Argmax over the class axis (1) of an N x C x spatial output.
+  int64_t n = want.dim(0), classes = want.dim(1), spatial = want.numel() / (n * classes);
+  int64_t agree = 0, decisive = 0, decisive_agree = 0;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t v = 0; v < spatial; ++v) {
+      int64_t ag = 0, aw = 0;
+      auto ref = [&](int64_t k) { return want.data<float>()[(b * classes + k) * spatial + v]; };
+      for (int64_t k = 1; k < classes; ++k) {
+        if (element(got, (b * classes + k) * spatial + v) > element(got, (b * classes + ag) * spatial + v)) ag = k;
+        if (ref(k) > ref(aw)) aw = k;
+      }
+      double second = -1e300;
+      for (int64_t k = 0; k < classes; ++k)
+        if (k != aw) second = std::max(second, static_cast<double>(ref(k)));
+      bool is_decisive = ref(aw) - second >= c.argmax_min_margin;
+      agree += ag == aw;
+      decisive += is_decisive;
+      decisive_agree += is_decisive && ag == aw;
+    }
+  double agreement = static_cast<double>(agree) / static_cast<double>(n * spatial);
+  double decisive_agreement = static_cast<double>(decisive_agree) / static_cast<double>(std::max<int64_t>(decisive, 1));
+  EXPECT_GE(decisive_agreement, 0.999) << c.label;
+  EXPECT_GE(agreement, c.min_agreement_all) << c.label;
+  std::printf("%-32s rel_l2 %.3g  argmax agreement %.5f (all voxels)  %.5f (%.1f%% decisive voxels)\n",
+              c.label.c_str(), rel_l2, agreement, decisive_agreement,
+              100.0 * static_cast<double>(decisive) / static_cast<double>(n * spatial));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.label; });
+
+TEST(ModelFixtureManifest, IsPresent) { EXPECT_FALSE(cases().empty()); }
+
+}  // namespace
+}  // namespace voxrt

@@ -1,0 +1,437 @@
+#!/usr/bin/python3
+"""Export the small UNet fixtures used by voxrt's model tests.
+
+Run with Debian's interpreter (python3-torch, python3-onnx, numpy), CPU only:
+
+    /usr/bin/python3 tools/make_fixtures.py
+
+Writes tests/fixtures/<model>_op<opset>[_fp16|_fp16io32].onnx, the inputs and
+float64 reference outputs in tests/fixtures/<model>/, and
+tests/fixtures/manifest.json. Everything is seeded, so a rerun with the same
+torch and onnx versions rewrites identical files.
+"""
+
+import argparse
+import json
+import re
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fp16_convert  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_OUT = os.path.join(REPO_ROOT, "tests", "fixtures")
+OPSETS = (11, 17)
+BATCHES = (1, 3)
+NUM_CLASSES = 3
+
+TOLERANCES = {
+    "fp32": {"rel_l2": 1e-5, "argmax_agreement": 0.999, "argmax_agreement_all": 0.999, "argmax_axis": 1},
+    "fp16": {"rel_l2": 1e-2, "argmax_agreement": 0.999, "argmax_agreement_all": 0.995, "argmax_axis": 1},
+}
+# Random networks have many near-ties between classes; an fp16 engine may flip
+# those, so argmax agreement is judged on voxels whose reference top-1 minus
+# top-2 margin is at least this fraction of the reference output's RMS.
+ARGMAX_MIN_MARGIN_REL = 0.02
+
+
+def conv_bn_relu(dims, cin, cout):
+    conv = nn.Conv3d if dims == 3 else nn.Conv2d
+    norm = nn.BatchNorm3d if dims == 3 else nn.BatchNorm2d
+    return nn.Sequential(conv(cin, cout, 3, padding=1, bias=False), norm(cout), nn.ReLU(inplace=False))
+
+
+def double_conv_bn(dims, cin, cout):
+    return nn.Sequential(conv_bn_relu(dims, cin, cout), conv_bn_relu(dims, cout, cout))
+
+
+class UNet3dBn(nn.Module):
+    """Classic 3D UNet: conv-BN-ReLU pairs, max pooling, transposed-conv upsampling."""
+
+    def __init__(self, base=8):
+        super().__init__()
+        c1, c2, c3 = base, base * 2, base * 4
+        self.enc1 = double_conv_bn(3, 1, c1)
+        self.enc2 = double_conv_bn(3, c1, c2)
+        self.bottom = double_conv_bn(3, c2, c3)
+        self.pool = nn.MaxPool3d(2)
+        self.up2 = nn.ConvTranspose3d(c3, c2, kernel_size=2, stride=2)
+        self.dec2 = double_conv_bn(3, c2 * 2, c2)
+        self.up1 = nn.ConvTranspose3d(c2, c1, kernel_size=2, stride=2)
+        self.dec1 = double_conv_bn(3, c1 * 2, c1)
+        self.head = nn.Conv3d(c1, NUM_CLASSES, kernel_size=1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        b = self.bottom(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.up2(b), e2], dim=1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], dim=1))
+        return self.head(d1)
+
+
+def conv_in_lrelu(cin, cout, stride):
+    return nn.Sequential(
+        nn.Conv3d(cin, cout, 3, stride=stride, padding=1, bias=True),
+        nn.InstanceNorm3d(cout, affine=True),
+        nn.LeakyReLU(0.01, inplace=False),
+    )
+
+
+class NnUnet3d(nn.Module):
+    """nnU-Net style: strided-conv downsampling, InstanceNorm, LeakyReLU."""
+
+    def __init__(self, base=8):
+        super().__init__()
+        c1, c2, c3 = base, base * 2, base * 4
+        self.stage1 = nn.Sequential(conv_in_lrelu(1, c1, 1), conv_in_lrelu(c1, c1, 1))
+        self.stage2 = nn.Sequential(conv_in_lrelu(c1, c2, 2), conv_in_lrelu(c2, c2, 1))
+        self.stage3 = nn.Sequential(conv_in_lrelu(c2, c3, 2), conv_in_lrelu(c3, c3, 1))
+        self.up2 = nn.ConvTranspose3d(c3, c2, kernel_size=2, stride=2, bias=False)
+        self.dec2 = nn.Sequential(conv_in_lrelu(c2 * 2, c2, 1), conv_in_lrelu(c2, c2, 1))
+        self.up1 = nn.ConvTranspose3d(c2, c1, kernel_size=2, stride=2, bias=False)
+        self.dec1 = nn.Sequential(conv_in_lrelu(c1 * 2, c1, 1), conv_in_lrelu(c1, c1, 1))
+        self.seg = nn.Conv3d(c1, NUM_CLASSES, kernel_size=1)
+
+    def forward(self, x):
+        s1 = self.stage1(x)
+        s2 = self.stage2(s1)
+        s3 = self.stage3(s2)
+        d2 = self.dec2(torch.cat([self.up2(s3), s2], dim=1))
+        d1 = self.dec1(torch.cat([self.up1(d2), s1], dim=1))
+        return self.seg(d1)
+
+
+def conv_relu(cin, cout):
+    return nn.Sequential(nn.Conv3d(cin, cout, 3, padding=1), nn.ReLU(inplace=False))
+
+
+class UNet3dResize(nn.Module):
+    """Trilinear upsampling (exports Resize) and a channel softmax at the end."""
+
+    def __init__(self, base=6):
+        super().__init__()
+        c1, c2, c3 = base, base * 2, base * 4
+        self.enc1 = nn.Sequential(conv_relu(1, c1), conv_relu(c1, c1))
+        self.enc2 = nn.Sequential(conv_relu(c1, c2), conv_relu(c2, c2))
+        self.bottom = nn.Sequential(conv_relu(c2, c3), conv_relu(c3, c3))
+        self.pool = nn.MaxPool3d(2)
+        self.upsample = nn.Upsample(scale_factor=2, mode="trilinear", align_corners=False)
+        self.dec2 = nn.Sequential(conv_relu(c3 + c2, c2), conv_relu(c2, c2))
+        self.dec1 = nn.Sequential(conv_relu(c2 + c1, c1), conv_relu(c1, c1))
+        self.head = nn.Conv3d(c1, NUM_CLASSES, kernel_size=1)
+        self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        b = self.bottom(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.upsample(b), e2], dim=1))
+        d1 = self.dec1(torch.cat([self.upsample(d2), e1], dim=1))
+        return self.softmax(self.head(d1))
+
+
+class UNet2d(nn.Module):
+    """2D UNet: one transposed-conv and one bilinear upsampling path."""
+
+    def __init__(self, base=8):
+        super().__init__()
+        c1, c2, c3 = base, base * 2, base * 4
+        self.enc1 = double_conv_bn(2, 1, c1)
+        self.enc2 = double_conv_bn(2, c1, c2)
+        self.bottom = double_conv_bn(2, c2, c3)
+        self.pool = nn.MaxPool2d(2)
+        self.up2 = nn.ConvTranspose2d(c3, c2, kernel_size=2, stride=2)
+        self.dec2 = double_conv_bn(2, c2 * 2, c2)
+        self.up1 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec1 = double_conv_bn(2, c2 + c1, c1)
+        self.head = nn.Conv2d(c1, NUM_CLASSES, kernel_size=1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        b = self.bottom(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.up2(b), e2], dim=1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], dim=1))
+        return self.head(d1)
+
+
+MODELS = [
+    {
+        "name": "unet3d_bn",
+        "build": UNet3dBn,
+        "spatial": (16, 16, 16),
+        "description": "3D UNet: Conv3d 3x3x3 + BatchNorm3d + ReLU, MaxPool3d(2), ConvTranspose3d(k2,s2), "
+        "skip Concat, 1x1x1 head to 3 classes. Exported with TrainingMode.PRESERVE so "
+        "BatchNormalization nodes stay in the graph.",
+        "preserve_bn": True,
+    },
+    {
+        "name": "nnunet3d",
+        "build": NnUnet3d,
+        "spatial": (24, 24, 24),
+        "description": "nnU-Net style: Conv3d with stride 2 for downsampling, InstanceNorm3d(affine), "
+        "LeakyReLU(0.01), ConvTranspose3d(k2,s2) upsampling, skip Concat, 3 classes. Input is "
+        "randn*100 (CT-like magnitudes): the first InstanceNorm sees values whose squares and sums "
+        "overflow float16, so an fp16 path must accumulate its statistics in float32.",
+        "preserve_bn": False,
+        "input_scale": 100.0,
+    },
+    {
+        "name": "unet3d_resize",
+        "build": UNet3dResize,
+        "spatial": (16, 24, 32),
+        "description": "3D UNet with trilinear Upsample(scale 2, align_corners=False) exported as Resize, "
+        "Conv3d + bias + ReLU, MaxPool3d(2), skip Concat, channel Softmax at the end; "
+        "non-cubic input (D,H,W = 16,24,32) to catch axis mix-ups.",
+        "preserve_bn": False,
+    },
+    {
+        "name": "unet2d",
+        "build": UNet2d,
+        "spatial": (48, 48),
+        "description": "2D UNet: Conv2d 3x3 + BatchNorm2d + ReLU, MaxPool2d(2), one ConvTranspose2d(k2,s2) "
+        "and one bilinear Upsample (Resize) path, skip Concat, 3 classes. BatchNormalization kept.",
+        "preserve_bn": True,
+    },
+]
+
+
+def initialize(model, seed):
+    """Random weights scaled so activations keep unit-ish size through every layer."""
+    gen = torch.Generator().manual_seed(seed)
+    for module in model.modules():
+        if isinstance(module, (nn.Conv2d, nn.Conv3d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+            w = module.weight
+            fan_in = w.shape[1] * int(np.prod(w.shape[2:]))
+            if isinstance(module, (nn.ConvTranspose2d, nn.ConvTranspose3d)):
+                # weight is (in, out, k...); with kernel == stride each output gets one tap per input channel
+                fan_in = w.shape[0]
+            std = (2.0 / fan_in) ** 0.5
+            with torch.no_grad():
+                w.copy_(torch.randn(w.shape, generator=gen) * std)
+                if module.bias is not None:
+                    module.bias.copy_(torch.randn(module.bias.shape, generator=gen) * 0.1)
+        elif isinstance(module, (nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm3d)):
+            if module.affine:
+                with torch.no_grad():
+                    module.weight.copy_(0.5 + torch.rand(module.weight.shape, generator=gen))
+                    module.bias.copy_(torch.randn(module.bias.shape, generator=gen) * 0.2)
+
+
+def calibrate_batchnorm(model, input_shape, seed):
+    """Give BN running statistics that match real activations, then perturb them.
+
+    Fresh BN layers have mean 0 / var 1 (nearly identity); after this they
+    normalize genuinely, and the random perturbation keeps them non-trivial.
+    """
+    bns = [m for m in model.modules() if isinstance(m, (nn.BatchNorm2d, nn.BatchNorm3d))]
+    if not bns:
+        return
+    gen = torch.Generator().manual_seed(seed)
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None  # cumulative average over the calibration batches
+    model.train()
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn((4,) + tuple(input_shape[1:]), generator=gen))
+    for bn in bns:
+        with torch.no_grad():
+            n = bn.running_mean.shape[0]
+            bn.running_mean.add_(torch.randn(n, generator=gen) * 0.1 * bn.running_var.sqrt())
+            bn.running_var.mul_(0.7 + 0.6 * torch.rand(n, generator=gen))
+        bn.momentum = 0.1
+    model.eval()
+
+
+def export(model, spatial, opset, path, preserve_bn):
+    dummy = torch.randn((1, 1) + tuple(spatial), generator=torch.Generator().manual_seed(1))
+    training = torch.onnx.TrainingMode.PRESERVE if preserve_bn else torch.onnx.TrainingMode.EVAL
+    model.eval()
+    torch.onnx.export(
+        model,
+        dummy,
+        path,
+        export_params=True,
+        opset_version=opset,
+        do_constant_folding=True,
+        input_names=["input"],
+        output_names=["output"],
+        dynamic_axes={"input": {0: "batch_size"}, "output": {0: "batch_size"}},
+        training=training,
+    )
+    m = onnx.load(path)
+    onnx.checker.check_model(m)
+    return m
+
+
+def op_types(model):
+    return sorted({n.op_type for n in model.graph.node})
+
+
+def rel_l2(got, want):
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))
+
+
+def io_shape(value_info):
+    dims = []
+    for d in value_info.type.tensor_type.shape.dim:
+        dims.append(d.dim_param if d.HasField("dim_param") else d.dim_value)
+    return dims
+
+
+def io_dtype(value_info):
+    return {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.FLOAT16: "float16"}[
+        value_info.type.tensor_type.elem_type
+    ]
+
+
+def make_data(spec, model, out_dir, seed):
+    """Inputs from randn; references from the float64 copy of the model."""
+    data_dir = os.path.join(out_dir, spec["name"])
+    os.makedirs(data_dir, exist_ok=True)
+    cases = []
+    rng = np.random.default_rng(seed)
+    for batch in BATCHES:
+        x = rng.standard_normal((batch, 1) + tuple(spec["spatial"])) * spec.get("input_scale", 1.0)
+        x = x.astype(np.float32)
+        with torch.no_grad():
+            y64 = model.double()(torch.from_numpy(x).double()).numpy()
+            y32 = model.float()(torch.from_numpy(x)).numpy()
+        err = rel_l2(y32, y64)
+        if err > 1e-5:
+            raise RuntimeError(f"{spec['name']}: torch fp32 vs f64 rel L2 {err:.3g} is above the fp32 bar")
+        std = float(y64.std())
+        if not np.isfinite(y64).all() or std < 1e-3:
+            raise RuntimeError(f"{spec['name']}: degenerate reference output (std {std})")
+        in_name = f"input_b{batch}.npy"
+        out_name = f"output_b{batch}.npy"
+        in16_name = f"input_b{batch}_fp16.npy"
+        np.save(os.path.join(data_dir, in_name), x)
+        np.save(os.path.join(data_dir, in16_name), x.astype(np.float16))
+        np.save(os.path.join(data_dir, out_name), y64.astype(np.float32))
+        labels = y64.argmax(axis=1)
+        fractions = [float((labels == c).mean()) for c in range(NUM_CLASSES)]
+        stored = y64.astype(np.float32).astype(np.float64)
+        top2 = np.sort(stored, axis=1)[:, -2:]
+        margin = top2[:, 1] - top2[:, 0]
+        min_margin = float(np.float32(ARGMAX_MIN_MARGIN_REL * np.sqrt(np.mean(stored**2))))
+        cases.append(
+            {
+                "batch": batch,
+                "input": f"{spec['name']}/{in_name}",
+                "input_fp16": f"{spec['name']}/{in16_name}",
+                "expected": f"{spec['name']}/{out_name}",
+                "input_shape": list(x.shape),
+                "output_shape": list(y64.shape),
+                "argmax_min_margin": min_margin,
+                "decisive_fraction": round(float((margin >= min_margin).mean()), 4),
+                "torch_fp32_rel_l2": err,
+                "class_fractions": [round(f, 4) for f in fractions],
+            }
+        )
+    return cases
+
+
+def check_fp16(model):
+    onnx.checker.check_model(model)
+    onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=DEFAULT_OUT, help="output folder (default tests/fixtures)")
+    args = parser.parse_args()
+
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    os.makedirs(args.out, exist_ok=True)
+
+    manifest = {
+        "generator": "/usr/bin/python3 tools/make_fixtures.py",
+        "torch_version": torch.__version__,
+        "onnx_version": onnx.__version__,
+        "reference": "torch forward of the same weights in float64, stored as float32",
+        "metric": "rel_l2 = ||got - expected||_2 / ||expected||_2 over the whole output tensor. "
+        "argmax_agreement: among voxels whose reference top-1 minus top-2 value along argmax_axis is "
+        ">= the case's argmax_min_margin (decisive voxels), the fraction whose argmax matches the "
+        "reference's. argmax_agreement_all: the same fraction over all voxels (near-ties included).",
+        "fp16_inputs": "models whose input dtype is float16 take the case's input_fp16 file (the float32 "
+        "input rounded to nearest float16); every model is compared with the same float32 expected file",
+        "tolerances": TOLERANCES,
+        "models": [],
+    }
+
+    for index, spec in enumerate(MODELS):
+        seed = 1000 + index
+        torch.manual_seed(seed)
+        model = spec["build"]()
+        initialize(model, seed)
+        calibrate_batchnorm(model, (1, 1) + tuple(spec["spatial"]), seed + 1)
+        model.eval()
+        cases = make_data(spec, model, args.out, seed + 2)
+
+        for opset in OPSETS:
+            stem = f"{spec['name']}_op{opset}"
+            fp32_path = os.path.join(args.out, stem + ".onnx")
+            fp32 = export(model, spec["spatial"], opset, fp32_path, spec["preserve_bn"])
+            if spec["preserve_bn"] and "BatchNormalization" not in op_types(fp32):
+                raise RuntimeError(f"{stem}: BatchNormalization was folded away")
+
+            variants = [(stem + ".onnx", "fp32", fp32, [])]
+            for suffix, keep_io in (("_fp16", False), ("_fp16io32", True)):
+                converted = fp16_convert.convert_float_to_float16(fp32, keep_io_types=keep_io)
+                check_fp16(converted)
+                onnx.save(converted, os.path.join(args.out, stem + suffix + ".onnx"))
+                blocked = sorted(
+                    {n.op_type for n in fp32.graph.node} & set(fp16_convert.DEFAULT_OP_BLOCK_LIST)
+                )
+                variants.append((stem + suffix + ".onnx", "fp16", converted, blocked))
+
+            for file_name, precision, m, blocked in variants:
+                graph = m.graph
+                manifest["models"].append(
+                    {
+                        "name": file_name[: -len(".onnx")],
+                        "family": spec["name"],
+                        "file": file_name,
+                        "opset": opset,
+                        "precision": precision,
+                        "keep_io_types": precision == "fp16" and io_dtype(graph.input[0]) == "float32",
+                        "ops_kept_fp32": blocked,
+                        "input_scale": spec.get("input_scale", 1.0),
+                        "description": spec["description"],
+                        "inputs": [
+                            {"name": vi.name, "dtype": io_dtype(vi), "shape": io_shape(vi)} for vi in graph.input
+                        ],
+                        "outputs": [
+                            {"name": vi.name, "dtype": io_dtype(vi), "shape": io_shape(vi)} for vi in graph.output
+                        ],
+                        "ops": op_types(m),
+                        "cases": cases,
+                        "tolerance": TOLERANCES[precision],
+                        "bytes": os.path.getsize(os.path.join(args.out, file_name)),
+                    }
+                )
+        print(f"{spec['name']}: ok ({', '.join(op_types(fp32))})")
+
+    text = json.dumps(manifest, indent=1)
+    # one line per list of numbers or names keeps the manifest readable
+    text = re.sub(r"\[\s*([^\[\]{}]*?)\s*\]", lambda m: "[" + re.sub(r",\s+", ", ", m.group(1)) + "]", text)
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
