@@ -13,9 +13,8 @@ namespace {
 
 constexpr std::initializer_list<DType> kFloatTypes = {DType::f32, DType::f16, DType::bf16,
                                                       DType::f64};
-constexpr std::initializer_list<DType> kSignedTypes = {DType::f32, DType::f16, DType::bf16,
-                                                       DType::f64, DType::i8,  DType::i16,
-                                                       DType::i32, DType::i64};
+constexpr std::initializer_list<DType> kSignedTypes = {
+    DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::i16, DType::i32, DType::i64};
 constexpr std::initializer_list<DType> kNumericTypes = {
     DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8,  DType::i16,
     DType::i32, DType::i64, DType::u8,   DType::u16, DType::u32, DType::u64};
@@ -58,8 +57,12 @@ T wrap_mul(T a, T b) {
   return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-bool has(const std::vector<ValueMeta>& in, size_t i) { return i < in.size() && in[i].present; }
-bool has(const std::vector<const Tensor*>& in, size_t i) { return i < in.size() && in[i]; }
+bool has(const std::vector<ValueMeta>& in, size_t i) {
+  return i < in.size() && in[i].present;
+}
+bool has(const std::vector<const Tensor*>& in, size_t i) {
+  return i < in.size() && in[i];
+}
 
 void require_arity(const OpContext& c, int min_in, int max_in) {
   int n = c.node.num_inputs();
@@ -123,8 +126,11 @@ OpFactory unary_with(Types types, Make make) {
   };
 }
 
+/// PRelu: slope broadcasts to X (numpy, one way). Before opset 7 a 1-D slope of X's channel count
+/// applies per channel (axis 1), as PyTorch exported it.
 class PReluOp : public Op {
  public:
+  explicit PReluOp(bool legacy) : legacy_(legacy) {}
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kNumericTypes, "input X");
     if (in[1].dtype != in[0].dtype)
@@ -133,17 +139,15 @@ class PReluOp : public Op {
     return {in[0].dtype};
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
-    Shape s;
-    if (!ref::broadcast_shape(in[0].shape, in[1].shape, s) || s != in[0].shape)
-      fail("slope of shape " + shape_str(in[1].shape) + " does not broadcast to X of shape " +
-           shape_str(in[0].shape));
+    slope_shape(in[0].shape, in[1].shape);
     return {in[0].shape};
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& x = *in[0];
     const Tensor& slope = *in[1];
     Tensor& y = out[0];
-    std::vector<std::vector<int64_t>> st = {ref::broadcast_strides(slope.shape(), x.shape())};
+    std::vector<std::vector<int64_t>> st = {
+        ref::broadcast_strides(slope_shape(x.shape(), slope.shape()), x.shape())};
     if (is_float(x.dtype())) {
       ref::for_each_index(x.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
         double v = ref::load(x, i);
@@ -165,6 +169,21 @@ class PReluOp : public Op {
       });
     });
   }
+
+ private:
+  // The slope's shape as numpy broadcasting should see it.
+  Shape slope_shape(const Shape& x, const Shape& slope) const {
+    Shape s = slope, b;
+    if (legacy_ && slope.size() == 1 && x.size() >= 2 && slope[0] == x[1] && slope[0] != 1) {
+      s.assign(x.size() - 1, 1);
+      s[0] = slope[0];
+    }
+    if (!ref::broadcast_shape(x, s, b) || b != x)
+      fail("slope of shape " + shape_str(slope) + " does not broadcast to X of shape " +
+           shape_str(x));
+    return s;
+  }
+  bool legacy_;
 };
 
 /// Clip: bounds are attributes before opset 11, optional scalar inputs from 11 (integers from 12).
@@ -222,7 +241,8 @@ class ClipOp : public Op {
 /// over the whole trailing block; from 13 over the single axis.
 class SoftmaxOp : public Op {
  public:
-  SoftmaxOp(int64_t axis, bool coerce_2d, bool log) : axis_(axis), coerce_2d_(coerce_2d), log_(log) {}
+  SoftmaxOp(int64_t axis, bool coerce_2d, bool log)
+      : axis_(axis), coerce_2d_(coerce_2d), log_(log) {}
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kFloatTypes, "input X");
     return {in[0].dtype};
@@ -237,9 +257,12 @@ class SoftmaxOp : public Op {
     int64_t axis = resolve_axis(x.shape());
     int64_t outer = 1, n = 1, inner = 1;
     for (int64_t d = 0; d < x.rank(); ++d) {
-      if (d < axis) outer *= x.dim(d);
-      else if (d == axis || coerce_2d_) n *= x.dim(d);
-      else inner *= x.dim(d);
+      if (d < axis)
+        outer *= x.dim(d);
+      else if (d == axis || coerce_2d_)
+        n *= x.dim(d);
+      else
+        inner *= x.dim(d);
     }
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t o = 0; o < outer; ++o) {
@@ -289,7 +312,8 @@ OpFactory softmax(bool log) {
 }  // namespace
 
 void register_activation_ops(OpRegistry& r) {
-  r.add("Relu", 6, 21, unary(Types::signed_numbers, [](auto x) { return x > 0 ? x : decltype(x){0}; }));
+  r.add("Relu", 6, 21,
+        unary(Types::signed_numbers, [](auto x) { return x > 0 ? x : decltype(x){0}; }));
   r.add("LeakyRelu", 6, 21, unary_with(Types::floats, [](const OpContext& c) {
           double alpha = c.node.attrs.get_float("alpha", 0.01f);
           return [alpha](double x) { return x >= 0 ? x : alpha * x; };
@@ -301,7 +325,9 @@ void register_activation_ops(OpRegistry& r) {
   r.add("Selu", 6, 21, unary_with(Types::floats, [](const OpContext& c) {
           double alpha = c.node.attrs.get_float("alpha", 1.67326319217681884765625f);
           double gamma = c.node.attrs.get_float("gamma", 1.05070102214813232421875f);
-          return [alpha, gamma](double x) { return x > 0 ? gamma * x : gamma * alpha * std::expm1(x); };
+          return [alpha, gamma](double x) {
+            return x > 0 ? gamma * x : gamma * alpha * std::expm1(x);
+          };
         }));
   r.add("HardSigmoid", 6, 21, unary_with(Types::floats, [](const OpContext& c) {
           double alpha = c.node.attrs.get_float("alpha", 0.2f);
@@ -317,18 +343,23 @@ void register_activation_ops(OpRegistry& r) {
   r.add("Log", 6, 21, unary(Types::floats, [](double x) { return std::log(x); }));
   r.add("Erf", 9, 21, unary(Types::floats, [](double x) { return std::erf(x); }));
   r.add("Neg", 6, 21, unary(Types::signed_numbers, [](auto x) {
-          if constexpr (std::is_integral_v<decltype(x)>) return wrap_neg(x);
-          else return -x;
+          if constexpr (std::is_integral_v<decltype(x)>)
+            return wrap_neg(x);
+          else
+            return -x;
         }));
   r.add("Abs", 6, 21, unary(Types::numbers, [](auto x) {
           using T = decltype(x);
-          if constexpr (!std::is_integral_v<T>) return std::fabs(x);
-          else if constexpr (std::is_signed_v<T>) return x < 0 ? wrap_neg(x) : x;
-          else return x;
+          if constexpr (!std::is_integral_v<T>)
+            return std::fabs(x);
+          else if constexpr (std::is_signed_v<T>)
+            return x < 0 ? wrap_neg(x) : x;
+          else
+            return x;
         }));
-  r.add("PRelu", 7, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
+  r.add("PRelu", 6, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
     require_arity(c, 2, 2);
-    return std::make_unique<PReluOp>();
+    return std::make_unique<PReluOp>(c.opset < 7);
   });
   r.add("Clip", 6, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
     double lo = -std::numeric_limits<double>::infinity();

@@ -78,9 +78,8 @@ class ConvOp : public Op {
     if (bt)
       for (int64_t m = 0; m < m_out; ++m) bias[static_cast<size_t>(m)] = ref::load(*bt, m);
     std::vector<Tap> taps;
-    std::vector<int64_t> o(g.out.size(), 0);
-    for (int64_t p = 0; p < s_out; ++p, ref::next_index(o, g.out)) {
-      ref::window_taps(g, o, taps);
+    for (int64_t p = 0; p < s_out; ++p) {
+      ref::window_taps(g, p, taps);
       for (int64_t n = 0; n < n_batch; ++n)
         for (int64_t m = 0; m < m_out; ++m) {
           int64_t grp = m / mg;
@@ -159,9 +158,8 @@ class ConvTransposeOp : public Op {
       for (int64_t i = 0; i < out[0].numel(); ++i)
         y[static_cast<size_t>(i)] = ref::load(*bt, (i / s_out) % m_out);
     std::vector<Tap> taps;  // here Tap::x is the output offset
-    std::vector<int64_t> i_idx(g.in.size(), 0);
-    for (int64_t p = 0; p < s_in; ++p, ref::next_index(i_idx, g.in)) {
-      scatter_taps(g, i_idx, taps);
+    for (int64_t p = 0; p < s_in; ++p) {
+      scatter_taps(g, p, taps);
       for (int64_t n = 0; n < n_batch; ++n)
         for (int64_t c = 0; c < c_in; ++c) {
           double xv = x[static_cast<size_t>((n * c_in + c) * s_in + p)];
@@ -236,13 +234,13 @@ class ConvTransposeOp : public Op {
     return g;
   }
 
-  static void scatter_taps(const Geometry& g, const std::vector<int64_t>& i_idx,
-                           std::vector<Tap>& taps) {
+  static void scatter_taps(const Geometry& g, int64_t p, std::vector<Tap>& taps) {
     size_t rank = g.in.size();
-    taps.clear();
+    std::vector<int64_t> i_idx = ref::unflatten(p, g.in);
     std::vector<int64_t> k(rank, 0);
+    taps.clear();
     int64_t kn = g.kernel_size();
-    for (int64_t kf = 0; kf < kn; ++kf, ref::next_index(k, g.kernel)) {
+    for (int64_t kf = 0; kf < kn; ++kf) {
       int64_t y = 0;
       bool inside = true;
       for (size_t d = 0; d < rank && inside; ++d) {
@@ -251,6 +249,10 @@ class ConvTransposeOp : public Op {
         y = y * g.out[d] + o;
       }
       if (inside) taps.push_back(Tap{kf, y});
+      for (size_t d = rank; d-- > 0;) {
+        if (++k[d] < g.kernel[d]) break;
+        k[d] = 0;
+      }
     }
   }
 

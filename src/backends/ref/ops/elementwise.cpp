@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "backends/ref/op.h"
@@ -118,24 +119,84 @@ void require_same_dtype(const Op& op, const std::vector<ValueMeta>& in, size_t f
                   std::to_string(first));
 }
 
+/// Before opset 7, Add/Sub/Mul/Div/Pow broadcast only with broadcast=1, and then B's dims line up
+/// with A's starting at `axis` (by default, A's trailing dims).
+struct LegacyBroadcast {
+  bool on = false;
+  bool broadcast = false;
+  std::optional<int64_t> axis;
+};
+
+LegacyBroadcast legacy_broadcast(const OpContext& c) {
+  LegacyBroadcast l;
+  l.on = c.opset < 7;
+  if (!l.on) return l;
+  l.broadcast = c.node.attrs.get_int("broadcast", 0) != 0;
+  if (c.node.attrs.has("axis")) l.axis = c.node.attrs.get_int("axis", 0);
+  return l;
+}
+
+/// Shape handling shared by the two-input arithmetic ops, legacy broadcasting included.
+class TwoInputOp : public Op {
+ public:
+  explicit TwoInputOp(LegacyBroadcast legacy) : legacy_(legacy) {}
+
+ protected:
+  Shape out_shape(const std::vector<ValueMeta>& in) const {
+    if (!legacy_.on) return broadcast_all(*this, in);
+    b_as_numpy(in[0].shape, in[1].shape);
+    return in[0].shape;
+  }
+  std::vector<std::vector<int64_t>> strides(const std::vector<const Tensor*>& in,
+                                            const Shape& out) const {
+    Shape b = b_as_numpy(in[0]->shape(), in[1]->shape());
+    return {ref::broadcast_strides(in[0]->shape(), out), ref::broadcast_strides(b, out)};
+  }
+
+ private:
+  // B's shape with unit dims added so that numpy broadcasting gives the legacy result.
+  Shape b_as_numpy(const Shape& a, const Shape& b) const {
+    if (!legacy_.on) return b;
+    if (!legacy_.broadcast) {
+      if (a != b)
+        fail("before opset 7 A and B must have the same shape unless broadcast=1, got " +
+             shape_str(a) + " and " + shape_str(b));
+      return b;
+    }
+    int64_t ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
+    int64_t axis = legacy_.axis ? *legacy_.axis : ra - rb;
+    if (axis < 0) axis += ra;
+    Shape s(a.size(), 1), o;
+    bool ok = axis >= 0 && axis + rb <= ra;
+    for (int64_t i = 0; ok && i < rb; ++i)
+      s[static_cast<size_t>(axis + i)] = b[static_cast<size_t>(i)];
+    if (!ok || !ref::broadcast_shape(a, s, o) || o != a)
+      fail("B of shape " + shape_str(b) + " does not broadcast to A of shape " + shape_str(a) +
+           (legacy_.axis ? " at axis " + std::to_string(*legacy_.axis) : ""));
+    return s;
+  }
+  LegacyBroadcast legacy_;
+};
+
 /// Add, Sub, Mul, Div: f is called with doubles for float dtypes, with the element type for
 /// integers.
 template <class F>
-class BinaryOp : public Op {
+class BinaryOp : public TwoInputOp {
  public:
+  using TwoInputOp::TwoInputOp;
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kNumericTypes, "input A");
     require_same_dtype(*this, in);
     return {in[0].dtype};
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
-    return {broadcast_all(*this, in)};
+    return {out_shape(in)};
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     Tensor& y = out[0];
-    auto st = strides_for(in, y.shape());
+    auto st = strides(in, y.shape());
     F f;
     if (is_float(a.dtype())) {
       ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
@@ -159,7 +220,7 @@ template <class F>
 OpFactory binary() {
   return [](const OpContext& c) -> std::unique_ptr<Op> {
     require_arity(c, 2, 2);
-    return std::make_unique<BinaryOp<F>>();
+    return std::make_unique<BinaryOp<F>>(legacy_broadcast(c));
   };
 }
 
@@ -183,21 +244,22 @@ T int_pow(T base, int64_t e) {
 }
 
 /// Pow: from opset 12 base and exponent may have different dtypes; the output has the base's.
-class PowOp : public Op {
+class PowOp : public TwoInputOp {
  public:
+  using TwoInputOp::TwoInputOp;
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kNumericTypes, "input X");
     require_dtype(in[1].dtype, kNumericTypes, "input Y");
     return {in[0].dtype};
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
-    return {broadcast_all(*this, in)};
+    return {out_shape(in)};
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     Tensor& y = out[0];
-    auto st = strides_for(in, y.shape());
+    auto st = strides(in, y.shape());
     if (is_float(a.dtype())) {
       ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
         ref::store(y, i, std::pow(ref::load(a, o[0]), ref::load(b, o[1])));
@@ -335,11 +397,14 @@ OpFactory make_op(int min_in, int max_in, Args... args) {
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
-  r.add("Add", 7, 21, binary<AddFn>());
-  r.add("Sub", 7, 21, binary<SubFn>());
-  r.add("Mul", 7, 21, binary<MulFn>());
-  r.add("Div", 7, 21, binary<DivFn>());
-  r.add("Pow", 7, 21, make_op<PowOp>(2, 2));
+  r.add("Add", 6, 21, binary<AddFn>());
+  r.add("Sub", 6, 21, binary<SubFn>());
+  r.add("Mul", 6, 21, binary<MulFn>());
+  r.add("Div", 6, 21, binary<DivFn>());
+  r.add("Pow", 1, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
+    require_arity(c, 2, 2);
+    return std::make_unique<PowOp>(legacy_broadcast(c));
+  });
   r.add("Min", 6, 21, make_op<MinMaxOp>(1, 1 << 20, false));
   r.add("Max", 6, 21, make_op<MinMaxOp>(1, 1 << 20, true));
   r.add("Where", 9, 21, make_op<WhereOp>(3, 3));

@@ -9,9 +9,8 @@
 namespace voxrt {
 namespace {
 
-constexpr std::initializer_list<DType> kTypes = {DType::f32, DType::f16, DType::bf16,
-                                                 DType::f64, DType::i32, DType::i64,
-                                                 DType::u32, DType::u64};
+constexpr std::initializer_list<DType> kTypes = {DType::f32, DType::f16, DType::bf16, DType::f64,
+                                                 DType::i32, DType::i64, DType::u32,  DType::u64};
 
 void require_arity(const OpContext& c, int min_in, int max_in) {
   int n = c.node.num_inputs();
@@ -71,8 +70,7 @@ class MatMulOp : public Op {
   // output. Leading (batch) dims broadcast.
   Dims dims(const Shape& a, const Shape& b) const {
     if (a.empty() || b.empty())
-      fail("inputs must have rank 1 or more, got shapes " + shape_str(a) + " and " +
-           shape_str(b));
+      fail("inputs must have rank 1 or more, got shapes " + shape_str(a) + " and " + shape_str(b));
     Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;
     Shape b2 = b.size() == 1 ? Shape{b[0], 1} : b;
     Dims d;
@@ -81,8 +79,8 @@ class MatMulOp : public Op {
     d.n = b2[b2.size() - 1];
     if (b2[b2.size() - 2] != d.k)
       fail("A of shape " + shape_str(a) + " has " + std::to_string(d.k) +
-           " columns but B of shape " + shape_str(b) + " has " +
-           std::to_string(b2[b2.size() - 2]) + " rows");
+           " columns but B of shape " + shape_str(b) + " has " + std::to_string(b2[b2.size() - 2]) +
+           " rows");
     d.a_batch.assign(a2.begin(), a2.end() - 2);
     d.b_batch.assign(b2.begin(), b2.end() - 2);
     if (!ref::broadcast_shape(d.a_batch, d.b_batch, d.batch))
@@ -96,7 +94,8 @@ class MatMulOp : public Op {
 };
 
 /// Y = alpha * A' B' + beta * C, with A' and B' optionally transposed and C broadcast to
-/// [M, N]. C is required before opset 11.
+/// [M, N] (always allowed: opset 6's broadcast attribute only permitted it). C is required
+/// before opset 11.
 class GemmOp : public Op {
  public:
   GemmOp(double alpha, double beta, bool trans_a, bool trans_b)
@@ -121,17 +120,17 @@ class GemmOp : public Op {
     Dims d = dims(in[0]->shape(), in[1]->shape(), c ? &c->shape() : nullptr);
     std::vector<double> a = ref::to_f64(*in[0]);
     std::vector<double> b = ref::to_f64(*in[1]);
-    std::vector<int64_t> cs = c ? ref::broadcast_strides(c->shape(), {d.m, d.n})
-                                : std::vector<int64_t>{0, 0};
+    std::vector<int64_t> cs =
+        c ? ref::broadcast_strides(c->shape(), {d.m, d.n}) : std::vector<int64_t>{0, 0};
     Tensor& y = out[0];
     for (int64_t m = 0; m < d.m; ++m)
       for (int64_t n = 0; n < d.n; ++n) {
         double acc = 0;
         for (int64_t k = 0; k < d.k; ++k) {
-          double av = trans_a_ ? a[static_cast<size_t>(k * d.m + m)]
-                               : a[static_cast<size_t>(m * d.k + k)];
-          double bv = trans_b_ ? b[static_cast<size_t>(n * d.k + k)]
-                               : b[static_cast<size_t>(k * d.n + n)];
+          double av =
+              trans_a_ ? a[static_cast<size_t>(k * d.m + m)] : a[static_cast<size_t>(m * d.k + k)];
+          double bv =
+              trans_b_ ? b[static_cast<size_t>(n * d.k + k)] : b[static_cast<size_t>(k * d.n + n)];
           acc += av * bv;
         }
         double v = alpha_ * acc;
@@ -153,8 +152,8 @@ class GemmOp : public Op {
     int64_t kb = trans_b_ ? b[1] : b[0];
     d.n = trans_b_ ? b[0] : b[1];
     if (kb != d.k)
-      fail("A of shape " + shape_str(a) + (trans_a_ ? " (transposed)" : "") + " gives K=" +
-           std::to_string(d.k) + " but B of shape " + shape_str(b) +
+      fail("A of shape " + shape_str(a) + (trans_a_ ? " (transposed)" : "") +
+           " gives K=" + std::to_string(d.k) + " but B of shape " + shape_str(b) +
            (trans_b_ ? " (transposed)" : "") + " gives K=" + std::to_string(kb));
     Shape mn = {d.m, d.n}, s;
     if (c && (!ref::broadcast_shape(mn, *c, s) || s != mn))
@@ -173,7 +172,7 @@ void register_matmul_ops(OpRegistry& r) {
     require_arity(c, 2, 2);
     return std::make_unique<MatMulOp>();
   });
-  r.add("Gemm", 7, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
+  r.add("Gemm", 6, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
     require_arity(c, c.opset < 11 ? 3 : 2, 3);
     const ir::Attributes& a = c.node.attrs;
     return std::make_unique<GemmOp>(a.get_float("alpha", 1.0f), a.get_float("beta", 1.0f),

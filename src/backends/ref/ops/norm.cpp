@@ -71,6 +71,9 @@ class BatchNormOp : public Op {
         ctx.fail("attribute spatial is " + std::to_string(spatial) + ", expected 0 or 1");
       per_activation_ = spatial == 0;
     }
+    if (ctx.opset < 7 && ctx.node.attrs.get_int("is_test", 0) != 1)
+      ctx.fail("attribute is_test is not 1: opset 6 then normalizes with batch statistics "
+               "(training); only inference (is_test = 1) is supported");
     int64_t training = ctx.node.attrs.get_int("training_mode", 0);
     if (training != 0)
       ctx.fail("attribute training_mode is " + std::to_string(training) +
@@ -285,7 +288,7 @@ class LayerNormOp : public Op {
 }  // namespace
 
 void register_norm_ops(OpRegistry& r) {
-  r.add("BatchNormalization", 7, 21,
+  r.add("BatchNormalization", 6, 21,
         [](const OpContext& c) { return std::make_unique<BatchNormOp>(c); });
   r.add("InstanceNormalization", 6, 21,
         [](const OpContext& c) { return std::make_unique<GroupNormOp>(c, true, false); });

@@ -85,9 +85,8 @@ class PoolOp : public Op {
     int64_t s_in = g.in_size(), s_out = g.out_size();
     Tensor* indices = out.size() > 1 && out[1].defined() ? &out[1] : nullptr;
     std::vector<Tap> taps;
-    std::vector<int64_t> o(g.out.size(), 0);
-    for (int64_t p = 0; p < s_out; ++p, ref::next_index(o, g.out)) {
-      int64_t in_padded = ref::window_taps(g, o, taps);
+    for (int64_t p = 0; p < s_out; ++p) {
+      int64_t in_padded = ref::window_taps(g, p, taps);
       for (int64_t plane = 0; plane < planes; ++plane) {
         const double* xp = x.data() + plane * s_in;
         int64_t y = plane * s_out + p;

@@ -34,8 +34,12 @@ void visit_int(DType t, F&& f) {
   }
 }
 
-bool has(const std::vector<ValueMeta>& in, size_t i) { return i < in.size() && in[i].present; }
-bool has(const std::vector<const Tensor*>& in, size_t i) { return i < in.size() && in[i]; }
+bool has(const std::vector<ValueMeta>& in, size_t i) {
+  return i < in.size() && in[i].present;
+}
+bool has(const std::vector<const Tensor*>& in, size_t i) {
+  return i < in.size() && in[i];
+}
 
 void require_arity(const OpContext& c, int min_in, int max_in) {
   int n = c.node.num_inputs();
@@ -57,10 +61,7 @@ enum class Reduction { sum, mean, max };
 class ReduceOp : public Op {
  public:
   ReduceOp(Reduction kind, std::vector<int64_t> axes, bool keepdims, bool noop_with_empty_axes)
-      : kind_(kind),
-        axes_(std::move(axes)),
-        keepdims_(keepdims),
-        noop_(noop_with_empty_axes) {}
+      : kind_(kind), axes_(std::move(axes)), keepdims_(keepdims), noop_(noop_with_empty_axes) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kind_ == Reduction::max ? kNumericOrBoolTypes : kNumericTypes,
@@ -73,8 +74,10 @@ class ReduceOp : public Op {
     std::vector<bool> mask = reduced_mask(in[0].shape.size(), axes);
     Shape s;
     for (size_t d = 0; d < mask.size(); ++d)
-      if (!mask[d]) s.push_back(in[0].shape[d]);
-      else if (keepdims_) s.push_back(1);
+      if (!mask[d])
+        s.push_back(in[0].shape[d]);
+      else if (keepdims_)
+        s.push_back(1);
     return {s};
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
@@ -102,8 +105,10 @@ class ReduceOp : public Op {
       ref::for_each_index(x.shape(), {st}, [&](int64_t i, const std::vector<int64_t>& o) {
         double v = ref::load(x, i);
         double& a = acc[static_cast<size_t>(o[0])];
-        if (kind_ != Reduction::max) a += v;
-        else if (std::isnan(v) || v > a) a = v;
+        if (kind_ != Reduction::max)
+          a += v;
+        else if (std::isnan(v) || v > a)
+          a = v;
       });
       for (size_t i = 0; i < n; ++i)
         ref::store(y, static_cast<int64_t>(i),
@@ -194,7 +199,8 @@ OpFactory reduce(Reduction kind, int input_opset) {
 /// larger than any number, as in numpy.
 class ArgMaxOp : public Op {
  public:
-  ArgMaxOp(int64_t axis, bool keepdims, bool last) : axis_(axis), keepdims_(keepdims), last_(last) {}
+  ArgMaxOp(int64_t axis, bool keepdims, bool last)
+      : axis_(axis), keepdims_(keepdims), last_(last) {}
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kNumericTypes, "input data");
     return {DType::i64};
@@ -204,8 +210,10 @@ class ArgMaxOp : public Op {
     int64_t axis = resolve_axis(s);
     Shape o;
     for (size_t d = 0; d < s.size(); ++d)
-      if (static_cast<int64_t>(d) != axis) o.push_back(s[d]);
-      else if (keepdims_) o.push_back(1);
+      if (static_cast<int64_t>(d) != axis)
+        o.push_back(s[d]);
+      else if (keepdims_)
+        o.push_back(1);
     if (s[static_cast<size_t>(axis)] == 0 && shape_numel(o) != 0)
       fail("cannot take the maximum over axis " + std::to_string(axis_) + " of length 0 (shape " +
            shape_str(s) + ")");

@@ -145,11 +145,21 @@ struct Tap {
   int64_t x;
 };
 
-/// Fills `taps` for the output position `o` (a spatial multi-index). Returns how many window
+/// Spatial multi-index of the row-major offset `flat` in `shape`.
+inline std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d > 0; --d) {
+    idx[d - 1] = flat % shape[d - 1];
+    flat /= shape[d - 1];
+  }
+  return idx;
+}
+
+/// Fills `taps` for the output position at row-major spatial offset `p`. Returns how many window
 /// positions fall inside the padded input (the divisor of AveragePool with count_include_pad).
-inline int64_t window_taps(const Geometry& g, const std::vector<int64_t>& o,
-                           std::vector<Tap>& taps) {
+inline int64_t window_taps(const Geometry& g, int64_t p, std::vector<Tap>& taps) {
   size_t rank = g.in.size();
+  std::vector<int64_t> o = unflatten(p, g.out);
   taps.clear();
   int64_t in_padded = 1;
   for (size_t d = 0; d < rank; ++d) {
@@ -180,14 +190,6 @@ inline int64_t window_taps(const Geometry& g, const std::vector<int64_t>& o,
     }
   }
   return in_padded;
-}
-
-/// Advances a row-major multi-index over `shape`.
-inline void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& shape) {
-  for (size_t d = idx.size(); d-- > 0;) {
-    if (++idx[d] < shape[d]) return;
-    idx[d] = 0;
-  }
 }
 
 }  // namespace voxrt::ref
