@@ -115,3 +115,71 @@ TEST(ModelFixtureManifest, IsPresent) { EXPECT_FALSE(cases().empty()); }
 
 }  // namespace
 }  // namespace voxrt
+
+namespace voxrt {
+namespace {
+
+struct ConvertCase {
+  std::string model, input, expected;
+  bool keep_io;
+  std::string block;
+};
+
+std::vector<ConvertCase> convert_cases() {
+  std::ifstream f(std::string(VOXRT_FIXTURE_DIR) + "/manifest.json");
+  std::vector<ConvertCase> out;
+  if (!f) return out;
+  nlohmann::json m = nlohmann::json::parse(f);
+  for (const auto& model : m["models"]) {
+    if (model["precision"] != "fp32") continue;
+    const auto& c = model["cases"][0];
+    for (bool keep_io : {false, true})
+      for (std::string block : {"", "Resize"}) out.push_back({model["file"], c["input"], c["expected"], keep_io, block});
+  }
+  return out;
+}
+
+void PrintTo(const ConvertCase& c, std::ostream* os) { *os << c.model; }
+
+class ConvertFixture : public ::testing::TestWithParam<ConvertCase> {};
+
+// `voxrt convert --fp16` output loads back and computes the fp32 model's function within the
+// fp16 bar (the same files load in onnxruntime: bench/check_convert_onnxruntime.sh).
+TEST_P(ConvertFixture, Fp16OutputMatchesTorch) {
+  const ConvertCase& c = GetParam();
+  std::string dir = VOXRT_FIXTURE_DIR;
+  std::string out = ::testing::TempDir() + "/converted_" + c.model;
+  Fp16ConvertOptions opt;
+  opt.keep_io_types = c.keep_io;
+  if (!c.block.empty()) opt.block_ops.insert(c.block);
+  Fp16ConvertReport r = convert_to_fp16(dir + "/" + c.model, out, opt);
+  EXPECT_GT(r.converted, 0);
+  Session s(out);
+  EXPECT_EQ(s.inputs()[0].dtype, c.keep_io ? DType::f32 : DType::f16);
+  Tensor x = cli::read_npy(dir + "/" + c.input);
+  if (!c.keep_io) {
+    Tensor h = Tensor::empty(DType::f16, x.shape());
+    for (int64_t i = 0; i < x.numel(); ++i) h.data<uint16_t>()[i] = float_to_half(x.data<float>()[i]);
+    x = h;
+  }
+  Tensor got = s.run({{s.inputs()[0].name, x}})[0];
+  Tensor want = cli::read_npy(dir + "/" + c.expected);
+  ASSERT_EQ(got.shape(), want.shape());
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double d = static_cast<double>(element(got, i)) - want.data<float>()[i];
+    num += d * d;
+    den += static_cast<double>(want.data<float>()[i]) * want.data<float>()[i];
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ConvertFixture, ::testing::ValuesIn(convert_cases()),
+                         [](const auto& info) {
+                           std::string n = info.param.model.substr(0, info.param.model.size() - 5);
+                           return n + (info.param.keep_io ? "_keepio" : "") +
+                                  (info.param.block.empty() ? "" : "_block" + info.param.block);
+                         });
+
+}  // namespace
+}  // namespace voxrt
