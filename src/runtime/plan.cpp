@@ -36,7 +36,12 @@ void bind_input(const ir::Graph& g, int v, const Shape& shape, std::map<std::str
 
 }  // namespace
 
-Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes) {
+bool is_shape_input(DType dtype, int64_t numel) {
+  return (dtype == DType::i64 || dtype == DType::i32) && numel <= 64;
+}
+
+Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
+               const std::vector<const Tensor*>& input_values) {
   const ir::Graph& g = m.graph;
   Plan p;
   size_t nv = g.values.size();
@@ -53,6 +58,7 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes) {
     bind_input(g, v, input_shapes[i], symbols);
     p.shapes[static_cast<size_t>(v)] = input_shapes[i];
     p.known[static_cast<size_t>(v)] = 1;
+    if (i < input_values.size() && input_values[i]) p.folded[v] = input_values[i]->clone();
   }
   for (const auto& [v, t] : g.constants) {
     p.shapes[static_cast<size_t>(v)] = t.shape();

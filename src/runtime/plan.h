@@ -20,8 +20,14 @@ struct Plan {
   int64_t peak_activation_bytes = 0;
 };
 
-/// Binds `input_shapes` (one per graph input, in order) and infers everything else. Throws
-/// voxrt::Error naming the input or node whose shape does not fit.
-Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes);
+/// Binds `input_shapes` (one per graph input, in order) and infers everything else. Small integer
+/// inputs whose values decide shapes (axes, sizes) may be given in `input_values` (nullptr where
+/// not known); the plan then holds for those values only. Throws voxrt::Error naming the input or
+/// node whose shape does not fit.
+Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
+               const std::vector<const Tensor*>& input_values = {});
+
+/// Whether a graph input's values join the plan key: integer tensors of at most this many elements.
+bool is_shape_input(DType dtype, int64_t numel);
 
 }  // namespace voxrt

@@ -47,14 +47,31 @@ void Session::Impl::init(const void* bytes, size_t size, const std::string& name
   outputs = io_infos(model.graph, model.graph.outputs);
 }
 
-std::shared_ptr<const Plan> Session::Impl::plan_for(const std::vector<Shape>& shapes) const {
+std::shared_ptr<const Plan> Session::Impl::plan_for(const std::vector<Shape>& shapes,
+                                                    const std::vector<const Tensor*>& values) const {
+  std::vector<std::vector<int64_t>> key_values(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i])
+      for (int64_t k = 0; k < values[i]->numel(); ++k)
+        key_values[i].push_back(values[i]->dtype() == DType::i64 ? values[i]->data<int64_t>()[k]
+                                                                 : values[i]->data<int32_t>()[k]);
+  auto key = std::make_pair(shapes, key_values);
   std::lock_guard<std::mutex> lock(plans_mutex);
-  auto it = plans.find(shapes);
+  auto it = plans.find(key);
   if (it != plans.end()) return it->second;
-  auto plan = std::make_shared<const Plan>(make_plan(model, shapes));
+  auto plan = std::make_shared<const Plan>(make_plan(model, shapes, values));
   if (plans.size() >= 16) plans.clear();
-  plans[shapes] = plan;
+  plans[key] = plan;
   return plan;
+}
+
+std::vector<const Tensor*> Session::Impl::shape_values(const std::vector<NamedTensor>& in) const {
+  std::vector<const Tensor*> values(inputs.size(), nullptr);
+  for (const NamedTensor& t : in)
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (inputs[k].name == t.name && is_shape_input(t.tensor.dtype(), t.tensor.numel()))
+        values[k] = &t.tensor;
+  return values;
 }
 
 std::vector<Shape> Session::Impl::input_shapes(const std::vector<NamedTensor>& in) const {
@@ -86,7 +103,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
                             bool caller_outputs) const {
   const ir::Graph& g = model.graph;
   std::vector<Shape> shapes = input_shapes(in);
-  std::shared_ptr<const Plan> plan = plan_for(shapes);
+  std::shared_ptr<const Plan> plan = plan_for(shapes, shape_values(in));
   std::vector<Tensor> vals(g.values.size());
   for (const auto& [v, t] : g.constants) vals[static_cast<size_t>(v)] = t;
   for (const auto& [v, t] : plan->folded) vals[static_cast<size_t>(v)] = t;

@@ -16,14 +16,19 @@ struct Session::Impl {
   CompiledModel model;
   std::vector<IoInfo> inputs, outputs;
   mutable std::mutex plans_mutex;
-  mutable std::map<std::vector<Shape>, std::shared_ptr<const Plan>> plans;
+  // Keyed by input shapes plus the values of small integer inputs (see is_shape_input).
+  mutable std::map<std::pair<std::vector<Shape>, std::vector<std::vector<int64_t>>>,
+                   std::shared_ptr<const Plan>> plans;
   mutable std::mutex profile_mutex;
   mutable std::vector<NodeProfile> last_profile;
 
   void init(const void* bytes, size_t size, const std::string& name, const std::string& dir,
             const SessionOptions& opt);
-  std::shared_ptr<const Plan> plan_for(const std::vector<Shape>& shapes) const;
+  std::shared_ptr<const Plan> plan_for(const std::vector<Shape>& shapes,
+                                       const std::vector<const Tensor*>& values = {}) const;
   std::vector<Shape> input_shapes(const std::vector<NamedTensor>& in) const;
+  /// Per graph input: the tensor if its values join the plan key, else nullptr.
+  std::vector<const Tensor*> shape_values(const std::vector<NamedTensor>& in) const;
   void execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out, bool caller_outputs) const;
 };
 

@@ -148,7 +148,7 @@ class ConvertFixture : public ::testing::TestWithParam<ConvertCase> {};
 TEST_P(ConvertFixture, Fp16OutputMatchesTorch) {
   const ConvertCase& c = GetParam();
   std::string dir = VOXRT_FIXTURE_DIR;
-  std::string out = ::testing::TempDir() + "/converted_" + c.model;
+  std::string out = ::testing::TempDir() + "/converted_" + (c.keep_io ? "keepio_" : "") + c.block + "_" + c.model;
   Fp16ConvertOptions opt;
   opt.keep_io_types = c.keep_io;
   if (!c.block.empty()) opt.block_ops.insert(c.block);
