@@ -1,5 +1,6 @@
 // Pointwise activations and math (one output element per input element), PRelu, Clip, and
 // Softmax / LogSoftmax.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -313,7 +314,7 @@ OpFactory softmax(bool log) {
 
 void register_activation_ops(OpRegistry& r) {
   r.add("Relu", 6, 21,
-        unary(Types::signed_numbers, [](auto x) { return x > 0 ? x : decltype(x){0}; }));
+        unary(Types::signed_numbers, [](auto x) { return x < 0 ? decltype(x){0} : x; }));
   r.add("LeakyRelu", 6, 21, unary_with(Types::floats, [](const OpContext& c) {
           double alpha = c.node.attrs.get_float("alpha", 0.01f);
           return [alpha](double x) { return x >= 0 ? x : alpha * x; };
@@ -332,7 +333,10 @@ void register_activation_ops(OpRegistry& r) {
   r.add("HardSigmoid", 6, 21, unary_with(Types::floats, [](const OpContext& c) {
           double alpha = c.node.attrs.get_float("alpha", 0.2f);
           double beta = c.node.attrs.get_float("beta", 0.5f);
-          return [alpha, beta](double x) { return std::max(0.0, std::min(1.0, alpha * x + beta)); };
+          return [alpha, beta](double x) {
+            double v = alpha * x + beta;
+            return v < 0 ? 0 : v > 1 ? 1 : v;
+          };
         }));
   r.add("Sigmoid", 6, 21, unary(Types::floats, [](double x) {
           return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x));
