@@ -16,7 +16,9 @@ using ref::WindowAttrs;
 constexpr std::initializer_list<DType> kFloatTypes = {DType::f32, DType::f16, DType::bf16,
                                                       DType::f64};
 
-std::vector<int64_t> spatial(const Shape& s) { return std::vector<int64_t>(s.begin() + 2, s.end()); }
+std::vector<int64_t> spatial(const Shape& s) {
+  return std::vector<int64_t>(s.begin() + 2, s.end());
+}
 
 int64_t parse_group(const OpContext& ctx) {
   int64_t group = ctx.node.attrs.get_int("group", 1);
@@ -47,7 +49,9 @@ void check_bias(const Op& op, const ValueMeta& b, int64_t m) {
 
 class ConvOp : public Op {
  public:
-  explicit ConvOp(const OpContext& ctx) : attrs_(ref::parse_window(ctx)), group_(parse_group(ctx)) {}
+  explicit ConvOp(const OpContext& ctx) : attrs_(ref::parse_window(ctx)), group_(parse_group(ctx)) {
+    ref::check_arity(ctx, 2, 3, 1);
+  }
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kFloatTypes, "input X");
@@ -125,7 +129,9 @@ class ConvTransposeOp : public Op {
       : attrs_(ref::parse_window(ctx)),
         group_(parse_group(ctx)),
         output_padding_(ref::window_ints(ctx, "output_padding", 0)),
-        output_shape_(ref::window_ints(ctx, "output_shape", 1)) {}
+        output_shape_(ref::window_ints(ctx, "output_shape", 1)) {
+    ref::check_arity(ctx, 2, 3, 1);
+  }
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kFloatTypes, "input X");
@@ -188,8 +194,8 @@ class ConvTransposeOp : public Op {
   Geometry geometry(const Shape& x, const Shape& w) const {
     check_x_w(*this, attrs_, x, w);
     if (x[1] != w[0])
-      fail("input X has " + std::to_string(x[1]) + " channels, expected W.shape[0] = " +
-           std::to_string(w[0]));
+      fail("input X has " + std::to_string(x[1]) +
+           " channels, expected W.shape[0] = " + std::to_string(w[0]));
     if (x[1] % group_ != 0)
       fail("input X has " + std::to_string(x[1]) + " channels, not divisible by group " +
            std::to_string(group_));
@@ -206,8 +212,8 @@ class ConvTransposeOp : public Op {
     if (!attrs_.pads.empty() && attrs_.pads.size() != 2 * rank)
       fail("attribute pads has " + std::to_string(attrs_.pads.size()) + " values, expected " +
            std::to_string(2 * rank) + " (begin and end per axis)");
-    bool same = attrs_.auto_pad == ref::AutoPad::same_upper ||
-                attrs_.auto_pad == ref::AutoPad::same_lower;
+    bool same =
+        attrs_.auto_pad == ref::AutoPad::same_upper || attrs_.auto_pad == ref::AutoPad::same_lower;
     g.out.resize(rank);
     g.pad_begin.assign(rank, 0);
     g.pad_end.assign(rank, 0);

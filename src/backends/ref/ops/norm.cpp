@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/ref/op.h"
+#include "backends/ref/ops/arity.h"
 #include "backends/ref/tensor_math.h"
 
 namespace voxrt {
@@ -65,6 +66,7 @@ int64_t spatial_size(const Shape& x) {
 class BatchNormOp : public Op {
  public:
   explicit BatchNormOp(const OpContext& ctx) : epsilon_(epsilon_attr(ctx)) {
+    ref::check_arity(ctx, 5, 5, ctx.opset < 14 ? 5 : 3);
     if (ctx.opset < 9) {
       int64_t spatial = ctx.node.attrs.get_int("spatial", 1);
       if (spatial != 0 && spatial != 1)
@@ -72,8 +74,9 @@ class BatchNormOp : public Op {
       per_activation_ = spatial == 0;
     }
     if (ctx.opset < 7 && ctx.node.attrs.get_int("is_test", 0) != 1)
-      ctx.fail("attribute is_test is not 1: opset 6 then normalizes with batch statistics "
-               "(training); only inference (is_test = 1) is supported");
+      ctx.fail(
+          "attribute is_test is not 1: opset 6 then normalizes with batch statistics "
+          "(training); only inference (is_test = 1) is supported");
     int64_t training = ctx.node.attrs.get_int("training_mode", 0);
     if (training != 0)
       ctx.fail("attribute training_mode is " + std::to_string(training) +
@@ -83,11 +86,8 @@ class BatchNormOp : public Op {
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     static const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
-    if (in.size() != 5) fail("expected 5 inputs (X, scale, B, mean, var)");
-    for (size_t i = 0; i < 5; ++i) {
-      if (!in[i].present) fail(std::string("input ") + names[i] + " is required");
+    for (size_t i = 0; i < 5; ++i)
       require_dtype(in[i].dtype, kFloatTypes, std::string("input ") + names[i]);
-    }
     return {in[0].dtype};
   }
 
@@ -124,6 +124,7 @@ class GroupNormOp : public Op {
  public:
   GroupNormOp(const OpContext& ctx, bool instance, bool per_group_affine)
       : epsilon_(epsilon_attr(ctx)), instance_(instance), per_group_affine_(per_group_affine) {
+    ref::check_arity(ctx, 3, 3, 1);
     if (!instance) {
       if (!ctx.node.attrs.has("num_groups")) ctx.fail("attribute num_groups is required");
       groups_ = ctx.node.attrs.get_int("num_groups", 1);
@@ -138,11 +139,8 @@ class GroupNormOp : public Op {
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     static const char* names[] = {"X", "scale", "B"};
-    if (in.size() != 3) fail("expected 3 inputs (X, scale, B)");
-    for (size_t i = 0; i < 3; ++i) {
-      if (!in[i].present) fail(std::string("input ") + names[i] + " is required");
+    for (size_t i = 0; i < 3; ++i)
       require_dtype(in[i].dtype, kFloatTypes, std::string("input ") + names[i]);
-    }
     return {in[0].dtype};
   }
 
@@ -210,14 +208,11 @@ class LayerNormOp : public Op {
       : axis_(ctx.node.attrs.get_int("axis", -1)),
         epsilon_(epsilon_attr(ctx)),
         stash_(stash_dtype(ctx)) {
-    if (ctx.node.outputs.size() > 3)
-      ctx.fail("node has " + std::to_string(ctx.node.outputs.size()) +
-               " outputs, expected at most 3 (Y, Mean, InvStdDev)");
+    ref::check_arity(ctx, 2, 3, 3);
   }
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kFloatTypes, "input X");
-    if (in.size() < 2 || !in[1].present) fail("input Scale is required");
     require_dtype(in[1].dtype, kFloatTypes, "input Scale");
     if (in.size() > 2 && in[2].present) require_dtype(in[2].dtype, kFloatTypes, "input B");
     std::vector<DType> t = {in[0].dtype, stash_, stash_};
@@ -256,7 +251,8 @@ class LayerNormOp : public Op {
     std::vector<Stats> st(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
       st[static_cast<size_t>(r)] = stats(x, r * len, len, epsilon_);
-      if (out.size() > 1 && out[1].defined()) ref::store(out[1], r, st[static_cast<size_t>(r)].mean);
+      if (out.size() > 1 && out[1].defined())
+        ref::store(out[1], r, st[static_cast<size_t>(r)].mean);
       if (out.size() > 2 && out[2].defined())
         ref::store(out[2], r, st[static_cast<size_t>(r)].inv_std);
     }

@@ -46,6 +46,12 @@ class PoolOp : public Op {
  public:
   PoolOp(const OpContext& ctx, PoolKind kind) : kind_(kind), attrs_(ref::parse_window(ctx)) {
     if (attrs_.kernel.empty()) ctx.fail("attribute kernel_shape is required");
+    int64_t taps = 1;
+    for (int64_t k : attrs_.kernel) {
+      taps *= k;  // each k < 2^31, so this cannot overflow before the check below trips
+      if (taps >= ref::kMaxWindowAttr)
+        ctx.fail("attribute kernel_shape covers 2^31 or more elements per window");
+    }
     attrs_.ceil_mode = flag_attr(ctx, "ceil_mode") == 1;
     if (kind == PoolKind::max) {
       column_major_ = flag_attr(ctx, "storage_order") == 1;
@@ -55,9 +61,7 @@ class PoolOp : public Op {
     } else {
       count_include_pad_ = flag_attr(ctx, "count_include_pad") == 1;
     }
-    if (ctx.node.outputs.size() > (kind == PoolKind::max ? 2u : 1u))
-      ctx.fail("node has " + std::to_string(ctx.node.outputs.size()) + " outputs, expected " +
-               (kind == PoolKind::max ? "at most 2 (Y, Indices)" : "1 (Y)"));
+    ref::check_arity(ctx, 1, 1, kind == PoolKind::max ? 2 : 1);
   }
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
@@ -94,8 +98,9 @@ class PoolOp : public Op {
           double sum = 0;
           for (const Tap& t : taps) sum += xp[t.x];
           int64_t count = count_include_pad_ ? in_padded : static_cast<int64_t>(taps.size());
-          ref::store(out[0], y, count > 0 ? sum / static_cast<double>(count)
-                                          : std::numeric_limits<double>::quiet_NaN());
+          ref::store(out[0], y,
+                     count > 0 ? sum / static_cast<double>(count)
+                               : std::numeric_limits<double>::quiet_NaN());
           continue;
         }
         double best = -std::numeric_limits<double>::infinity();
@@ -118,7 +123,8 @@ class PoolOp : public Op {
   Geometry geometry(const Shape& x) const {
     if (x.size() != attrs_.kernel.size() + 2)
       fail("input X has shape " + shape_str(x) + ", expected rank " +
-           std::to_string(attrs_.kernel.size() + 2) + " (N, C and one axis per kernel_shape entry)");
+           std::to_string(attrs_.kernel.size() + 2) +
+           " (N, C and one axis per kernel_shape entry)");
     return ref::resolve_window(where, attrs_, std::vector<int64_t>(x.begin() + 2, x.end()),
                                attrs_.kernel);
   }
@@ -131,7 +137,9 @@ class PoolOp : public Op {
 
 class GlobalPoolOp : public Op {
  public:
-  explicit GlobalPoolOp(PoolKind kind) : kind_(kind) {}
+  GlobalPoolOp(const OpContext& ctx, PoolKind kind) : kind_(kind) {
+    ref::check_arity(ctx, 1, 1, 1);
+  }
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kFloatTypes, "input X");
@@ -179,9 +187,9 @@ void register_pool_ops(OpRegistry& r) {
   r.add("AveragePool", 1, 21,
         [](const OpContext& c) { return std::make_unique<PoolOp>(c, PoolKind::average); });
   r.add("GlobalMaxPool", 1, 21,
-        [](const OpContext&) { return std::make_unique<GlobalPoolOp>(PoolKind::max); });
+        [](const OpContext& c) { return std::make_unique<GlobalPoolOp>(c, PoolKind::max); });
   r.add("GlobalAveragePool", 1, 21,
-        [](const OpContext&) { return std::make_unique<GlobalPoolOp>(PoolKind::average); });
+        [](const OpContext& c) { return std::make_unique<GlobalPoolOp>(c, PoolKind::average); });
 }
 
 }  // namespace voxrt

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/ref/op.h"
+#include "backends/ref/ops/arity.h"
 
 namespace voxrt::ref {
 
@@ -26,7 +27,7 @@ struct WindowAttrs {
   std::vector<int64_t> strides;
   std::vector<int64_t> dilations;
   std::vector<int64_t> pads;  // begin for every axis, then end for every axis
-  bool ceil_mode = false;  // pooling only
+  bool ceil_mode = false;     // pooling only
 };
 
 /// The window resolved for one input's spatial shape; every vector has one entry per spatial axis.
