@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/build.sh build -DVOXRT_BUILD_TESTS=OFF
 model=tests/fixtures/unet3d_bn_op17.onnx
-./build/voxrt info "$model" --shape input=1x1x64x64x64
+./build/voxrt info "$model" --shape input=2x1x16x16x16
 for p in fp32 fp16; do
-  ./build/voxrt bench "$model" --shape input=1x1x64x64x64 --precision $p --runs 3 --warmup 1
+  ./build/voxrt bench "$model" --shape input=2x1x16x16x16 --precision $p --runs 5 --warmup 1
 done

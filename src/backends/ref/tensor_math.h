@@ -31,6 +31,22 @@ std::vector<int64_t> strides_of(const Shape& s);
 /// Maps a possibly negative axis into [0, rank); returns false if out of range.
 bool normalize_axis(int64_t& axis, int64_t rank);
 
+/// Calls f(T{}) with T the C++ integer type of `t`; does nothing for non-integer types.
+template <class F>
+void visit_int(DType t, F&& f) {
+  switch (t) {
+    case DType::i8: f(int8_t{}); return;
+    case DType::i16: f(int16_t{}); return;
+    case DType::i32: f(int32_t{}); return;
+    case DType::i64: f(int64_t{}); return;
+    case DType::u8: f(uint8_t{}); return;
+    case DType::u16: f(uint16_t{}); return;
+    case DType::u32: f(uint32_t{}); return;
+    case DType::u64: f(uint64_t{}); return;
+    default: return;
+  }
+}
+
 /// Calls f(out_index, in_offsets...) over every element of `out`, advancing a multi-index.
 /// `in_strides` holds one stride vector per input, each of out.size() entries.
 template <class F>

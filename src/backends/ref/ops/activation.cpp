@@ -32,20 +32,6 @@ std::initializer_list<DType> allowed(Types t) {
 }
 
 /// Calls f(T{}) with T the C++ type of the integer dtype t; does nothing for other dtypes.
-template <class F>
-void visit_int(DType t, F&& f) {
-  switch (t) {
-    case DType::i8: f(int8_t{}); return;
-    case DType::i16: f(int16_t{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::i64: f(int64_t{}); return;
-    case DType::u8: f(uint8_t{}); return;
-    case DType::u16: f(uint16_t{}); return;
-    case DType::u32: f(uint32_t{}); return;
-    case DType::u64: f(uint64_t{}); return;
-    default: return;
-  }
-}
 
 // Integer arithmetic wraps like two's complement hardware (what ONNX runtimes do), computed in
 // uint64 so that signed overflow is never undefined behaviour.
@@ -96,7 +82,7 @@ class UnaryOp : public Op {
       for (int64_t i = 0; i < x.numel(); ++i) ref::store(y, i, f_(ref::load(x, i)));
       return;
     }
-    visit_int(x.dtype(), [&](auto zero) {
+    ref::visit_int(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* px = x.data<T>();
       T* py = y.data<T>();
@@ -156,7 +142,7 @@ class PReluOp : public Op {
       });
       return;
     }
-    visit_int(x.dtype(), [&](auto zero) {
+    ref::visit_int(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* px = x.data<T>();
       const T* ps = slope.data<T>();
@@ -216,7 +202,7 @@ class ClipOp : public Op {
       for (int64_t i = 0; i < x.numel(); ++i) ref::store(y, i, clip(ref::load(x, i), lo, hi));
       return;
     }
-    visit_int(x.dtype(), [&](auto zero) {
+    ref::visit_int(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       T lo = has(in, 1) ? in[1]->data<T>()[0] : std::numeric_limits<T>::lowest();
       T hi = has(in, 2) ? in[2]->data<T>()[0] : std::numeric_limits<T>::max();

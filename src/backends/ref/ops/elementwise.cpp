@@ -20,20 +20,6 @@ constexpr std::initializer_list<DType> kComparableTypes = {
     DType::i64, DType::u8,  DType::u16,  DType::u32, DType::u64, DType::boolean};
 
 /// Calls f(T{}) with T the C++ type of the integer dtype t; does nothing for other dtypes.
-template <class F>
-void visit_int(DType t, F&& f) {
-  switch (t) {
-    case DType::i8: f(int8_t{}); return;
-    case DType::i16: f(int16_t{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::i64: f(int64_t{}); return;
-    case DType::u8: f(uint8_t{}); return;
-    case DType::u16: f(uint16_t{}); return;
-    case DType::u32: f(uint32_t{}); return;
-    case DType::u64: f(uint64_t{}); return;
-    default: return;
-  }
-}
 
 // Integer arithmetic wraps like two's complement hardware (what ONNX runtimes do), computed in
 // uint64 so that signed overflow is never undefined behaviour.
@@ -204,7 +190,7 @@ class BinaryOp : public TwoInputOp {
       });
       return;
     }
-    visit_int(a.dtype(), [&](auto zero) {
+    ref::visit_int(a.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
@@ -267,7 +253,7 @@ class PowOp : public TwoInputOp {
       return;
     }
     bool int_exponent = !is_float(b.dtype());
-    visit_int(a.dtype(), [&](auto zero) {
+    ref::visit_int(a.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* pa = a.data<T>();
       T* py = y.data<T>();
@@ -310,7 +296,7 @@ class MinMaxOp : public Op {
       });
       return;
     }
-    visit_int(y.dtype(), [&](auto zero) {
+    ref::visit_int(y.dtype(), [&](auto zero) {
       using T = decltype(zero);
       T* py = y.data<T>();
       ref::for_each_index(y.shape(), st, [&](int64_t i, const std::vector<int64_t>& o) {
@@ -375,7 +361,7 @@ class EqualOp : public Op {
       });
       return;
     }
-    visit_int(a.dtype(), [&](auto zero) {
+    ref::visit_int(a.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();

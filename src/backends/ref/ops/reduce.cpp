@@ -19,20 +19,6 @@ constexpr std::initializer_list<DType> kNumericOrBoolTypes = {
     DType::i64, DType::u8,  DType::u16,  DType::u32, DType::u64, DType::boolean};
 
 /// Calls f(T{}) with T the C++ type of the integer dtype t; does nothing for other dtypes.
-template <class F>
-void visit_int(DType t, F&& f) {
-  switch (t) {
-    case DType::i8: f(int8_t{}); return;
-    case DType::i16: f(int16_t{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::i64: f(int64_t{}); return;
-    case DType::u8: f(uint8_t{}); return;
-    case DType::u16: f(uint16_t{}); return;
-    case DType::u32: f(uint32_t{}); return;
-    case DType::u64: f(uint64_t{}); return;
-    default: return;
-  }
-}
 
 bool has(const std::vector<ValueMeta>& in, size_t i) {
   return i < in.size() && in[i].present;
@@ -115,7 +101,7 @@ class ReduceOp : public Op {
                    kind_ == Reduction::mean ? acc[i] / static_cast<double>(count) : acc[i]);
       return;
     }
-    visit_int(x.dtype(), [&](auto zero) {
+    ref::visit_int(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* px = x.data<T>();
       T* py = y.data<T>();
@@ -257,7 +243,7 @@ class ArgMaxOp : public Op {
       run([&](int64_t i) { return ref::load(x, i); });
       return;
     }
-    visit_int(x.dtype(), [&](auto zero) {
+    ref::visit_int(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* px = x.data<T>();
       run([&](int64_t i) { return px[i]; });
