@@ -36,8 +36,19 @@ void bind_input(const ir::Graph& g, int v, const Shape& shape, std::map<std::str
 
 }  // namespace
 
-bool is_shape_input(DType dtype, int64_t numel) {
-  return (dtype == DType::i64 || dtype == DType::i32) && numel <= 64;
+std::vector<char> shape_deciding_inputs(const ir::Graph& g) {
+  std::vector<char> out(g.inputs.size(), 0);
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    int v = g.inputs[i];
+    const auto& dt = g.values[static_cast<size_t>(v)].dtype;
+    if (dt == DType::i64 || dt == DType::i32) out[i] = 1;
+    for (const ir::Node& n : g.nodes)
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.inputs[k] == v && ((k >= 1 && (n.op_type == "Resize" || n.op_type == "Upsample")) ||
+                                 n.op_type == "Range"))
+          out[i] = 1;
+  }
+  return out;
 }
 
 Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
@@ -88,9 +99,14 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
     if (out.size() < n.outputs.size())
       throw Error(g.where(n) + ": produced " + std::to_string(out.size()) + " outputs, the node names " +
                   std::to_string(n.outputs.size()));
+    std::vector<DType> types = op.infer_types(in);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] < 0) continue;
-      shape_numel(out[o]);
+      int64_t numel = shape_numel(out[o]);
+      if (numel > kMaxTensorBytes / static_cast<int64_t>(dtype_size(types[o])))
+        throw Error(g.where(n) + ": output '" + g.values[static_cast<size_t>(n.outputs[o])].name +
+                    "' of shape " + shape_str(out[o]) + " would need more than " +
+                    std::to_string(kMaxTensorBytes >> 30) + " GiB");
       p.shapes[static_cast<size_t>(n.outputs[o])] = out[o];
       p.known[static_cast<size_t>(n.outputs[o])] = 1;
     }
@@ -114,7 +130,6 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
           ins[i] = &stand_in[i];
         }
       }
-      std::vector<DType> types = op.infer_types(in);
       std::vector<Tensor> res;
       for (size_t o = 0; o < out.size(); ++o) res.push_back(Tensor::empty(types[o], out[o]));
       op.compute(ins, res);

@@ -27,7 +27,11 @@ struct Plan {
 Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
                const std::vector<const Tensor*>& input_values = {});
 
-/// Whether a graph input's values join the plan key: integer tensors of at most this many elements.
-bool is_shape_input(DType dtype, int64_t numel);
+/// Per graph input: whether its values may decide shapes, so that small tensors given for it join
+/// the plan key. Integer inputs do; float inputs do when an op reads them as sizes (Resize and
+/// Upsample scales, Range bounds).
+std::vector<char> shape_deciding_inputs(const ir::Graph& g);
+/// Largest tensor a plan may allocate; larger ones are refused naming the node.
+constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
 
 }  // namespace voxrt

@@ -44,6 +44,7 @@ void Session::Impl::init(const void* bytes, size_t size, const std::string& name
   co.stop_after = opt.stop_after_pass;
   model = compile_model(bytes, size, name, dir, co);
   inputs = io_infos(model.graph, model.graph.inputs);
+  shape_deciding = shape_deciding_inputs(model.graph);
   outputs = io_infos(model.graph, model.graph.outputs);
 }
 
@@ -52,9 +53,8 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(const std::vector<Shape>& sh
   std::vector<std::vector<int64_t>> key_values(values.size());
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i])
-      for (int64_t k = 0; k < values[i]->numel(); ++k)
-        key_values[i].push_back(values[i]->dtype() == DType::i64 ? values[i]->data<int64_t>()[k]
-                                                                 : values[i]->data<int32_t>()[k]);
+      for (size_t k = 0; k < values[i]->nbytes(); ++k)
+        key_values[i].push_back(static_cast<const uint8_t*>(values[i]->raw())[k]);
   auto key = std::make_pair(shapes, key_values);
   std::lock_guard<std::mutex> lock(plans_mutex);
   auto it = plans.find(key);
@@ -69,7 +69,7 @@ std::vector<const Tensor*> Session::Impl::shape_values(const std::vector<NamedTe
   std::vector<const Tensor*> values(inputs.size(), nullptr);
   for (const NamedTensor& t : in)
     for (size_t k = 0; k < inputs.size(); ++k)
-      if (inputs[k].name == t.name && is_shape_input(t.tensor.dtype(), t.tensor.numel()))
+      if (inputs[k].name == t.name && shape_deciding[k] && t.tensor.numel() <= 64)
         values[k] = &t.tensor;
   return values;
 }

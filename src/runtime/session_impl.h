@@ -15,8 +15,9 @@ struct Session::Impl {
   SessionOptions options;
   CompiledModel model;
   std::vector<IoInfo> inputs, outputs;
+  std::vector<char> shape_deciding;  // per input, see shape_deciding_inputs
   mutable std::mutex plans_mutex;
-  // Keyed by input shapes plus the values of small integer inputs (see is_shape_input).
+  // Keyed by input shapes plus the values of small integer inputs (see shape_deciding_inputs).
   mutable std::map<std::pair<std::vector<Shape>, std::vector<std::vector<int64_t>>>,
                    std::shared_ptr<const Plan>> plans;
   mutable std::mutex profile_mutex;

@@ -196,3 +196,25 @@ TEST(BadInput, MissingFile) {
 
 }  // namespace
 }  // namespace voxrt
+
+namespace voxrt {
+namespace {
+
+TEST(BadInput, HugeOutputIsRefusedNotAllocated) {
+  test::ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{1}});
+  b.initializer_i64("shape", {3}, {1 << 20, 1 << 20, 1 << 10});
+  b.node("Expand", {"x", "shape"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  Session s = b.session();
+  Tensor x = Tensor::zeros(DType::f32, {1});
+  try {
+    s.run({{"x", x}});
+    FAIL() << "a 4 PiB output was attempted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("would need more than"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace voxrt
