@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "backends/ref/op.h"
+#include "backends/ref/ops/arity.h"
 #include "backends/ref/tensor_math.h"
 
 namespace voxrt {
@@ -89,11 +90,10 @@ class ResizeOp : public Op {
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kAllTypes, "input 'X'");
-    if (has(in, c_.roi_input)) require_dtype(in[static_cast<size_t>(c_.roi_input)].dtype,
-                                             kFloatTypes, "input 'roi'");
+    if (has(in, c_.roi_input))
+      require_dtype(in[static_cast<size_t>(c_.roi_input)].dtype, kFloatTypes, "input 'roi'");
     if (has(in, c_.scales_input))
-      require_dtype(in[static_cast<size_t>(c_.scales_input)].dtype, kFloatTypes,
-                    "input 'scales'");
+      require_dtype(in[static_cast<size_t>(c_.scales_input)].dtype, kFloatTypes, "input 'scales'");
     if (has(in, c_.sizes_input))
       require_dtype(in[static_cast<size_t>(c_.sizes_input)].dtype, {DType::i64}, "input 'sizes'");
     return {in[0].dtype};
@@ -118,13 +118,15 @@ class ResizeOp : public Op {
     };
     const Tensor& x = *in[0];
     Tensor& y = out[0];
-    Geometry g = geometry(x.shape(), input(c_.roi_input), input(c_.scales_input),
-                          input(c_.sizes_input));
+    Geometry g =
+        geometry(x.shape(), input(c_.roi_input), input(c_.scales_input), input(c_.sizes_input));
     if (y.numel() == 0) return;
     std::vector<AxisTaps> axes;
     for (size_t d = 0; d < g.out.size(); ++d) axes.push_back(taps_for_axis(g, x.shape()[d], d));
-    if (c_.mode == Mode::nearest) run_nearest(x, y, axes);
-    else run_weighted(x, y, axes);
+    if (c_.mode == Mode::nearest)
+      run_nearest(x, y, axes);
+    else
+      run_weighted(x, y, axes);
   }
 
  private:
@@ -154,8 +156,10 @@ class ResizeOp : public Op {
     std::vector<int64_t> axes = resized_axes(static_cast<int64_t>(r));
     size_t n = axes.size();
     std::vector<double> scales;
-    if (c_.scales_attr) scales.assign(c_.scales_attr->begin(), c_.scales_attr->end());
-    else if (scales_t && scales_t->numel() > 0) scales = ref::to_f64(*scales_t);
+    if (c_.scales_attr)
+      scales.assign(c_.scales_attr->begin(), c_.scales_attr->end());
+    else if (scales_t && scales_t->numel() > 0)
+      scales = ref::to_f64(*scales_t);
     std::vector<int64_t> sizes;
     if (sizes_t && sizes_t->numel() > 0) {
       if (!scales.empty()) fail("only one of 'scales' and 'sizes' may be given");
@@ -168,14 +172,13 @@ class ResizeOp : public Op {
            " entries, expected " + std::to_string(n) + " (one per resized axis of input " +
            shape_str(x) + ")");
 
-    Geometry g{x, std::vector<double>(r, 1.0), std::vector<double>(r),
-               std::vector<double>(r, 0.0), std::vector<double>(r, 1.0)};
+    Geometry g{x, std::vector<double>(r, 1.0), std::vector<double>(r), std::vector<double>(r, 0.0),
+               std::vector<double>(r, 1.0)};
     for (size_t d = 0; d < r; ++d) g.length[d] = static_cast<double>(x[d]);
     if (roi && roi->numel() > 0) {
       std::vector<double> v = ref::to_f64(*roi);
       if (v.size() != 2 * n)
-        fail("roi has " + std::to_string(v.size()) + " entries, expected " +
-             std::to_string(2 * n));
+        fail("roi has " + std::to_string(v.size()) + " entries, expected " + std::to_string(2 * n));
       for (size_t i = 0; i < n; ++i) {
         g.roi_start[static_cast<size_t>(axes[i])] = v[i];
         g.roi_end[static_cast<size_t>(axes[i])] = v[n + i];
@@ -214,6 +217,7 @@ class ResizeOp : public Op {
           size_t d = static_cast<size_t>(a);
           g.scale[d] = s;
           g.length[d] = s * static_cast<double>(x[d]);
+          if (!(g.length[d] < 4e18)) fail("sizes give too large an output");
           g.out[d] = static_cast<int64_t>(g.length[d] + 0.5);
         }
       }
@@ -256,8 +260,7 @@ class ResizeOp : public Op {
       }
       case Nearest::floor: return static_cast<int64_t>(std::floor(v));
       case Nearest::ceil: return static_cast<int64_t>(std::ceil(v));
-      case Nearest::legacy:
-        return static_cast<int64_t>(scale < 1 ? std::ceil(v) : std::floor(v));
+      case Nearest::legacy: return static_cast<int64_t>(scale < 1 ? std::ceil(v) : std::floor(v));
     }
     return 0;
   }
@@ -301,8 +304,8 @@ class ResizeOp : public Op {
     for (int64_t i = 0; i < out_len; ++i) {
       a.begin.push_back(a.taps.size());
       double v = original_coordinate(g, in_len, d, i);
-      bool outside = c_.coord == Coord::tf_crop_and_resize &&
-                     (v < 0 || v > static_cast<double>(in_len - 1));
+      bool outside =
+          c_.coord == Coord::tf_crop_and_resize && (v < 0 || v > static_cast<double>(in_len - 1));
       a.outside.push_back(outside);
       if (!std::isfinite(v)) fail("the coordinate transformation gives a non-finite coordinate");
       v = std::clamp(v, -1e15, 1e15);
@@ -322,8 +325,8 @@ class ResizeOp : public Op {
       }
       size_t kept = a.taps.size();
       for (const Tap& tap : t)
-        if (tap.weight != 0) a.taps.push_back({std::clamp<int64_t>(tap.index, 0, in_len - 1),
-                                               tap.weight});
+        if (tap.weight != 0)
+          a.taps.push_back({std::clamp<int64_t>(tap.index, 0, in_len - 1), tap.weight});
       if (a.taps.size() == kept) a.taps.push_back({0, 0.0});
     }
     a.begin.push_back(a.taps.size());
@@ -346,8 +349,8 @@ class ResizeOp : public Op {
         outside = outside || axes[d].outside[k];
         off += axes[d].taps[axes[d].begin[k]].index * stride[d];
       }
-      const uint8_t* from = outside ? static_cast<const uint8_t*>(fill.raw())
-                                    : src + static_cast<size_t>(off) * es;
+      const uint8_t* from =
+          outside ? static_cast<const uint8_t*>(fill.raw()) : src + static_cast<size_t>(off) * es;
       std::memcpy(dst + static_cast<size_t>(i) * es, from, es);
       for (size_t d = rank; d-- > 0;) {
         if (++idx[d] < y.shape()[d]) break;
@@ -411,6 +414,7 @@ Mode parse_mode(const OpContext& c, bool allow_cubic) {
 }
 
 std::unique_ptr<Op> make_resize(const OpContext& c) {
+  ref::check_arity(c, c.opset < 11 ? 2 : 1, c.opset < 11 ? 2 : 4, 1);
   const ir::Attributes& a = c.node.attrs;
   ResizeConfig cfg;
   cfg.mode = parse_mode(c, c.opset >= 11);
@@ -424,22 +428,34 @@ std::unique_ptr<Op> make_resize(const OpContext& c) {
   cfg.scales_input = 2;
   cfg.sizes_input = 3;
   std::string coord = a.get_string("coordinate_transformation_mode", "half_pixel");
-  if (coord == "half_pixel") cfg.coord = Coord::half_pixel;
-  else if (coord == "half_pixel_symmetric" && c.opset >= 19) cfg.coord = Coord::half_pixel_symmetric;
-  else if (coord == "pytorch_half_pixel") cfg.coord = Coord::pytorch_half_pixel;
-  else if (coord == "align_corners") cfg.coord = Coord::align_corners;
-  else if (coord == "asymmetric") cfg.coord = Coord::asymmetric;
-  else if (coord == "tf_half_pixel_for_nn" && c.opset < 13) cfg.coord = Coord::tf_half_pixel_for_nn;
-  else if (coord == "tf_crop_and_resize") cfg.coord = Coord::tf_crop_and_resize;
+  if (coord == "half_pixel")
+    cfg.coord = Coord::half_pixel;
+  else if (coord == "half_pixel_symmetric" && c.opset >= 19)
+    cfg.coord = Coord::half_pixel_symmetric;
+  else if (coord == "pytorch_half_pixel")
+    cfg.coord = Coord::pytorch_half_pixel;
+  else if (coord == "align_corners")
+    cfg.coord = Coord::align_corners;
+  else if (coord == "asymmetric")
+    cfg.coord = Coord::asymmetric;
+  else if (coord == "tf_half_pixel_for_nn" && c.opset < 13)
+    cfg.coord = Coord::tf_half_pixel_for_nn;
+  else if (coord == "tf_crop_and_resize")
+    cfg.coord = Coord::tf_crop_and_resize;
   else
     c.fail("coordinate_transformation_mode '" + coord + "' is not supported at opset " +
            std::to_string(c.opset));
   std::string nearest = a.get_string("nearest_mode", "round_prefer_floor");
-  if (nearest == "round_prefer_floor") cfg.nearest = Nearest::round_prefer_floor;
-  else if (nearest == "round_prefer_ceil") cfg.nearest = Nearest::round_prefer_ceil;
-  else if (nearest == "floor") cfg.nearest = Nearest::floor;
-  else if (nearest == "ceil") cfg.nearest = Nearest::ceil;
-  else c.fail("nearest_mode '" + nearest + "' is not supported");
+  if (nearest == "round_prefer_floor")
+    cfg.nearest = Nearest::round_prefer_floor;
+  else if (nearest == "round_prefer_ceil")
+    cfg.nearest = Nearest::round_prefer_ceil;
+  else if (nearest == "floor")
+    cfg.nearest = Nearest::floor;
+  else if (nearest == "ceil")
+    cfg.nearest = Nearest::ceil;
+  else
+    c.fail("nearest_mode '" + nearest + "' is not supported");
   cfg.cubic_a = a.get_float("cubic_coeff_a", -0.75f);
   cfg.exclude_outside = a.get_int("exclude_outside", 0) != 0;
   cfg.extrapolation = a.get_float("extrapolation_value", 0.0f);
@@ -447,15 +463,20 @@ std::unique_ptr<Op> make_resize(const OpContext& c) {
     cfg.antialias = a.get_int("antialias", 0) != 0;
     if (a.has("axes")) cfg.axes = a.get_ints("axes");
     std::string policy = a.get_string("keep_aspect_ratio_policy", "stretch");
-    if (policy == "stretch") cfg.aspect = Aspect::stretch;
-    else if (policy == "not_larger") cfg.aspect = Aspect::not_larger;
-    else if (policy == "not_smaller") cfg.aspect = Aspect::not_smaller;
-    else c.fail("keep_aspect_ratio_policy '" + policy + "' is not supported");
+    if (policy == "stretch")
+      cfg.aspect = Aspect::stretch;
+    else if (policy == "not_larger")
+      cfg.aspect = Aspect::not_larger;
+    else if (policy == "not_smaller")
+      cfg.aspect = Aspect::not_smaller;
+    else
+      c.fail("keep_aspect_ratio_policy '" + policy + "' is not supported");
   }
   return std::make_unique<ResizeOp>(cfg);
 }
 
 std::unique_ptr<Op> make_upsample(const OpContext& c) {
+  ref::check_arity(c, c.opset < 9 ? 1 : 2, c.opset < 9 ? 1 : 2, 1);
   ResizeConfig cfg;
   cfg.mode = parse_mode(c, false);
   cfg.coord = Coord::asymmetric;

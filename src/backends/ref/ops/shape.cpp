@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "backends/ref/op.h"
+#include "backends/ref/ops/arity.h"
 #include "backends/ref/tensor_math.h"
 #include "core/half.h"
 
@@ -20,7 +21,9 @@ constexpr std::initializer_list<DType> kAllTypes = {
 constexpr std::initializer_list<DType> kFloatTypes = {DType::f32, DType::f16, DType::bf16,
                                                       DType::f64};
 
-bool present(const std::vector<ValueMeta>& in, size_t i) { return i < in.size() && in[i].present; }
+bool present(const std::vector<ValueMeta>& in, size_t i) {
+  return i < in.size() && in[i].present;
+}
 const Tensor* input(const std::vector<const Tensor*>& in, size_t i) {
   return i < in.size() ? in[i] : nullptr;
 }
@@ -292,6 +295,14 @@ class IdentityOp : public ReshapeLike {
   }
 };
 
+// Training with ratio 0 drops nothing, so it is inference; any other training is refused.
+const char* dropout_refusal(const Tensor* training_mode, const Tensor* ratio, bool has_ratio) {
+  if (!training_mode || training_mode->numel() == 0 || ref::load(*training_mode, 0) == 0)
+    return nullptr;
+  if (has_ratio && ratio && ratio->numel() > 0 && ref::load(*ratio, 0) == 0) return nullptr;
+  return "training_mode is true with a non-zero ratio; only inference is supported";
+}
+
 // Inference only: the output is the input and the optional mask is all ones.
 class DropoutOp : public Op {
  public:
@@ -305,20 +316,20 @@ class DropoutOp : public Op {
     return t;
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
-    if (present(in, 2) && in[2].value) check_inference(*in[2].value);
+    if (present(in, 2) && in[2].value)
+      check_inference(in[2].value, present(in, 1) ? in[1].value : nullptr, present(in, 1));
     return std::vector<Shape>(static_cast<size_t>(num_outputs), in[0].shape);
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
-    if (const Tensor* t = input(in, 2)) check_inference(*t);
+    if (const Tensor* t = input(in, 2)) check_inference(t, input(in, 1), input(in, 1) != nullptr);
     copy_all(*in[0], out[0]);
     if (out.size() > 1 && out[1].defined())
       for (int64_t i = 0; i < out[1].numel(); ++i) ref::store(out[1], i, 1.0);
   }
 
  private:
-  void check_inference(const Tensor& training_mode) const {
-    if (training_mode.numel() > 0 && ref::load(training_mode, 0) != 0)
-      fail("training_mode is true; only inference (training_mode false) is supported");
+  void check_inference(const Tensor* training_mode, const Tensor* ratio, bool has_ratio) const {
+    if (const char* why = dropout_refusal(training_mode, ratio, has_ratio)) fail(why);
   }
   int opset_;
 };
@@ -501,6 +512,7 @@ class ConstantOp : public Op {
 };
 
 std::unique_ptr<Op> make_constant(const OpContext& c) {
+  ref::check_arity(c, 0, 0, 1);
   const ir::Attributes& a = c.node.attrs;
   for (const char* refused : {"sparse_value", "value_string", "value_strings"})
     if (a.has(refused)) c.fail(std::string("attribute '") + refused + "' is not supported");
@@ -508,14 +520,18 @@ std::unique_ptr<Op> make_constant(const OpContext& c) {
   for (const char* name : {"value", "value_float", "value_floats", "value_int", "value_ints"})
     if (a.has(name)) given.push_back(name);
   if (given.size() != 1)
-    c.fail("exactly one of value, value_float, value_floats, value_int, value_ints must be set, "
-           "got " + std::to_string(given.size()));
+    c.fail(
+        "exactly one of value, value_float, value_floats, value_int, value_ints must be set, "
+        "got " +
+        std::to_string(given.size()));
   std::string name = given[0];
   if (name == "value") return std::make_unique<ConstantOp>(a.get_tensor("value")->clone());
   if (name == "value_float" || name == "value_int") {
     Tensor t = Tensor::empty(name == "value_float" ? DType::f32 : DType::i64, {});
-    if (name == "value_float") t.data<float>()[0] = a.get_float(name, 0);
-    else t.data<int64_t>()[0] = a.get_int(name, 0);
+    if (name == "value_float")
+      t.data<float>()[0] = a.get_float(name, 0);
+    else
+      t.data<int64_t>()[0] = a.get_int(name, 0);
     return std::make_unique<ConstantOp>(t);
   }
   if (name == "value_floats") {
@@ -555,6 +571,7 @@ class ConstantOfShapeOp : public Op {
 };
 
 std::unique_ptr<Op> make_constant_of_shape(const OpContext& c) {
+  ref::check_arity(c, 1, 1, 1);
   const Tensor* v = c.node.attrs.get_tensor("value");
   if (!v) return std::make_unique<ConstantOfShapeOp>(Tensor::zeros(DType::f32, {1}));
   if (v->numel() != 1)
@@ -587,21 +604,22 @@ class RangeOp : public Op {
       return;
     }
     int64_t start = load_signed(*in[0], 0), delta = load_signed(*in[2], 0);
-    for (int64_t i = 0; i < y.numel(); ++i) store_bits(y, i, static_cast<uint64_t>(start + i * delta));
+    for (int64_t i = 0; i < y.numel(); ++i)
+      store_bits(y, i, static_cast<uint64_t>(start + i * delta));
   }
 
  private:
   int64_t count(const Tensor& start, const Tensor& limit, const Tensor& delta) const {
     for (const Tensor* t : {&start, &limit, &delta})
-      if (t->numel() != 1) fail("start, limit and delta must be scalars, got shape " +
-                                shape_str(t->shape()));
+      if (t->numel() != 1)
+        fail("start, limit and delta must be scalars, got shape " + shape_str(t->shape()));
     if (is_float(start.dtype())) {
       double s = ref::load(start, 0), l = ref::load(limit, 0), d = ref::load(delta, 0);
       if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
         fail("start, limit and delta must be finite and delta non-zero");
       double n = start.dtype() == DType::f32
-                     ? std::ceil(static_cast<double>((static_cast<float>(l) - static_cast<float>(s)) /
-                                                     static_cast<float>(d)))
+                     ? std::ceil(static_cast<double>(
+                           (static_cast<float>(l) - static_cast<float>(s)) / static_cast<float>(d)))
                      : std::ceil((l - s) / d);
       if (n > static_cast<double>(std::numeric_limits<int32_t>::max()))
         fail("the range has " + std::to_string(n) + " elements, more than supported");
@@ -639,14 +657,14 @@ class ExpandOp : public Op {
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& x = *in[0];
     Tensor& y = out[0];
-    ref::for_each_index(y.shape(), {ref::broadcast_strides(x.shape(), y.shape())},
-                        [&](int64_t i, const std::vector<int64_t>& off) {
-                          copy_elem(x, off[0], y, i);
-                        });
+    ref::for_each_index(
+        y.shape(), {ref::broadcast_strides(x.shape(), y.shape())},
+        [&](int64_t i, const std::vector<int64_t>& off) { copy_elem(x, off[0], y, i); });
   }
 };
 
 std::unique_ptr<Op> make_cast(const OpContext& c) {
+  ref::check_arity(c, 1, 1, 1);
   if (!c.node.attrs.has("to")) c.fail("attribute 'to' is required");
   int64_t code = c.node.attrs.get_int("to", 0);
   std::optional<DType> to = dtype_from_onnx(code);
@@ -658,46 +676,67 @@ std::unique_ptr<Op> make_cast(const OpContext& c) {
 
 void register_shape_ops(OpRegistry& r) {
   r.add("Reshape", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 2, 2, 1);
     return std::make_unique<ReshapeOp>(c.opset >= 14 && c.node.attrs.get_int("allowzero", 0) != 0);
   });
   r.add("Flatten", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 1, 1, 1);
     return std::make_unique<FlattenOp>(c.node.attrs.get_int("axis", 1));
   });
   r.add("Transpose", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 1, 1, 1);
     return std::make_unique<TransposeOp>(c.node.attrs.get_ints("perm"));
   });
   r.add("Squeeze", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 1, c.opset < 13 ? 1 : 2, 1);
     std::optional<std::vector<int64_t>> axes;
     if (c.opset < 13 && c.node.attrs.has("axes")) axes = c.node.attrs.get_ints("axes");
     return std::make_unique<SqueezeOp>(c.opset >= 13, axes);
   });
   r.add("Unsqueeze", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, c.opset < 13 ? 1 : 2, c.opset < 13 ? 1 : 2, 1);
     if (c.opset < 13 && !c.node.attrs.has("axes")) c.fail("attribute 'axes' is required");
-    return std::make_unique<UnsqueezeOp>(c.opset >= 13,
-                                         c.opset < 13 ? c.node.attrs.get_ints("axes")
-                                                      : std::vector<int64_t>{});
+    return std::make_unique<UnsqueezeOp>(
+        c.opset >= 13, c.opset < 13 ? c.node.attrs.get_ints("axes") : std::vector<int64_t>{});
   });
   r.add("Shape", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 1, 1, 1);
     int64_t start = c.opset >= 15 ? c.node.attrs.get_int("start", 0) : 0;
     std::optional<int64_t> end;
     if (c.opset >= 15 && c.node.attrs.has("end")) end = c.node.attrs.get_int("end", 0);
     return std::make_unique<ShapeOp>(start, end);
   });
-  r.add("Size", 7, 21, [](const OpContext&) { return std::make_unique<SizeOp>(); });
-  r.add("Identity", 7, 21, [](const OpContext&) { return std::make_unique<IdentityOp>(); });
+  r.add("Size", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 1, 1, 1);
+    return std::make_unique<SizeOp>();
+  });
+  r.add("Identity", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 1, 1, 1);
+    return std::make_unique<IdentityOp>();
+  });
   r.add("Dropout", 7, 21, [](const OpContext& c) {
-    if (c.opset >= 12) {
-      if (const Tensor* t = c.constant_input(2); t && t->numel() > 0 && ref::load(*t, 0) != 0)
-        c.fail("training_mode is true; only inference (training_mode false) is supported");
-    }
+    ref::check_arity(c, 1, c.opset < 12 ? 1 : 3, 2);
+    if (c.opset >= 12 && c.constant_input(2) && (!c.node.has_input(1) || c.constant_input(1)))
+      if (const char* why =
+              dropout_refusal(c.constant_input(2), c.constant_input(1), c.node.has_input(1)))
+        c.fail(why);
     return std::make_unique<DropoutOp>(c.opset);
   });
   r.add("Cast", 7, 21, make_cast);
-  r.add("CastLike", 15, 21, [](const OpContext&) { return std::make_unique<CastOp>(std::nullopt); });
+  r.add("CastLike", 15, 21, [](const OpContext& c) {
+    ref::check_arity(c, 2, 2, 1);
+    return std::make_unique<CastOp>(std::nullopt);
+  });
   r.add("Constant", 7, 21, make_constant);
   r.add("ConstantOfShape", 9, 21, make_constant_of_shape);
-  r.add("Range", 11, 21, [](const OpContext&) { return std::make_unique<RangeOp>(); });
-  r.add("Expand", 8, 21, [](const OpContext&) { return std::make_unique<ExpandOp>(); });
+  r.add("Range", 11, 21, [](const OpContext& c) {
+    ref::check_arity(c, 3, 3, 1);
+    return std::make_unique<RangeOp>();
+  });
+  r.add("Expand", 8, 21, [](const OpContext& c) {
+    ref::check_arity(c, 2, 2, 1);
+    return std::make_unique<ExpandOp>();
+  });
 }
 
 }  // namespace voxrt

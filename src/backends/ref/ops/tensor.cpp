@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "backends/ref/op.h"
+#include "backends/ref/ops/arity.h"
 #include "backends/ref/tensor_math.h"
 
 namespace voxrt {
@@ -14,7 +15,9 @@ constexpr std::initializer_list<DType> kAllTypes = {
     DType::i64, DType::u8,  DType::u16,  DType::u32, DType::u64, DType::boolean};
 constexpr std::initializer_list<DType> kIndexTypes = {DType::i32, DType::i64};
 
-bool present(const std::vector<ValueMeta>& in, size_t i) { return i < in.size() && in[i].present; }
+bool present(const std::vector<ValueMeta>& in, size_t i) {
+  return i < in.size() && in[i].present;
+}
 const Tensor* input(const std::vector<const Tensor*>& in, size_t i) {
   return i < in.size() ? in[i] : nullptr;
 }
@@ -94,8 +97,7 @@ class ConcatOp : public Op {
       for (size_t d = 0; ok && d < s.size(); ++d) ok = d == a || s[d] == y[d];
       if (!ok)
         fail("input " + std::to_string(i) + " has shape " + shape_str(s) + ", which does not " +
-             "match input 0's " + shape_str(in[0].shape) + " outside axis " +
-             std::to_string(axis));
+             "match input 0's " + shape_str(in[0].shape) + " outside axis " + std::to_string(axis));
       y[a] += s[a];
     }
     return {y};
@@ -177,7 +179,10 @@ class SliceOp : public Op {
   // Before opset 10 starts/ends/axes are attributes; from 10 they and steps are inputs 1..4.
   SliceOp(bool inputs, std::vector<int64_t> starts, std::vector<int64_t> ends,
           std::optional<std::vector<int64_t>> axes)
-      : inputs_(inputs), starts_(std::move(starts)), ends_(std::move(ends)), axes_(std::move(axes)) {}
+      : inputs_(inputs),
+        starts_(std::move(starts)),
+        ends_(std::move(ends)),
+        axes_(std::move(axes)) {}
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     require_dtype(in[0].dtype, kAllTypes, "input 'data'");
     if (inputs_) {
@@ -214,15 +219,16 @@ class SliceOp : public Op {
     std::vector<int64_t> starts = inputs_ ? ref::to_i64(*v[1]) : starts_;
     std::vector<int64_t> ends = inputs_ ? ref::to_i64(*v[2]) : ends_;
     std::vector<int64_t> axes;
-    if (inputs_ ? v[3] != nullptr : axes_.has_value()) axes = inputs_ ? ref::to_i64(*v[3]) : *axes_;
+    if (inputs_ ? v[3] != nullptr : axes_.has_value())
+      axes = inputs_ ? ref::to_i64(*v[3]) : *axes_;
     else
       for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
     std::vector<int64_t> steps =
         inputs_ && v[4] ? ref::to_i64(*v[4]) : std::vector<int64_t>(starts.size(), 1);
     if (ends.size() != starts.size() || axes.size() != starts.size() ||
         steps.size() != starts.size())
-      fail("starts " + list_str(starts) + ", ends " + list_str(ends) + ", axes " +
-           list_str(axes) + " and steps " + list_str(steps) + " must have equal lengths");
+      fail("starts " + list_str(starts) + ", ends " + list_str(ends) + ", axes " + list_str(axes) +
+           " and steps " + list_str(steps) + " must have equal lengths");
     int64_t rank = static_cast<int64_t>(x.size());
     SliceAxes p{std::vector<int64_t>(x.size(), 0), std::vector<int64_t>(x.size(), 1), x};
     std::vector<char> seen(x.size(), 0);
@@ -305,13 +311,14 @@ class PadOp : public Op {
     for (size_t d = 0; d < r; ++d) {
       int64_t lo = std::max<int64_t>(0, -p[d]);
       int64_t n = x.shape()[d] - lo - std::max<int64_t>(0, -p[d + r]);
-      for (int64_t i = 0; i < y.shape()[d]; ++i)
-        index[d].push_back(source(i - p[d], lo, n));
+      for (int64_t i = 0; i < y.shape()[d]; ++i) index[d].push_back(source(i - p[d], lo, n));
     }
     Tensor fill = Tensor::zeros(x.dtype(), {1});
     const Tensor* cv = input(in, 2);
-    if (inputs_ && cv && cv->numel() > 0) copy_elems(*cv, 0, fill, 0);
-    else if (!inputs_) ref::store(fill, 0, value_);
+    if (inputs_ && cv && cv->numel() > 0)
+      copy_elems(*cv, 0, fill, 0);
+    else if (!inputs_)
+      ref::store(fill, 0, value_);
     remap(x, y, index, static_cast<const uint8_t*>(fill.raw()));
   }
 
@@ -338,12 +345,16 @@ class PadOp : public Op {
     std::vector<int64_t> given = inputs_ ? ref::to_i64(*pads) : pads_;
     int64_t rank = static_cast<int64_t>(x.size());
     std::vector<int64_t> axes;
-    if (axes_t) axes = ref::to_i64(*axes_t);
+    if (axes_t)
+      axes = ref::to_i64(*axes_t);
     else
       for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
     if (given.size() != 2 * axes.size())
       fail("pads " + list_str(given) + " must have 2 entries for each of the " +
            std::to_string(axes.size()) + " padded axes");
+    constexpr int64_t kMaxPad = int64_t{1} << 40;  // keeps the size arithmetic from overflowing
+    for (int64_t v : given)
+      if (v > kMaxPad || v < -kMaxPad) fail("pads " + list_str(given) + " are out of range");
     std::vector<int64_t> p(2 * x.size(), 0);
     std::vector<char> seen(x.size(), 0);
     for (size_t i = 0; i < axes.size(); ++i) {
@@ -362,12 +373,17 @@ class PadOp : public Op {
 };
 
 std::unique_ptr<Op> make_pad(const OpContext& c) {
+  ref::check_arity(c, c.opset < 11 ? 1 : 2, c.opset < 11 ? 1 : c.opset < 18 ? 3 : 4, 1);
   std::string m = c.node.attrs.get_string("mode", "constant");
   PadMode mode;
-  if (m == "constant") mode = PadMode::constant;
-  else if (m == "reflect") mode = PadMode::reflect;
-  else if (m == "edge") mode = PadMode::edge;
-  else if (m == "wrap" && c.opset >= 19) mode = PadMode::wrap;
+  if (m == "constant")
+    mode = PadMode::constant;
+  else if (m == "reflect")
+    mode = PadMode::reflect;
+  else if (m == "edge")
+    mode = PadMode::edge;
+  else if (m == "wrap" && c.opset >= 19)
+    mode = PadMode::wrap;
   else
     c.fail("mode '" + m + "' is not supported at opset " + std::to_string(c.opset) +
            " (expected constant, reflect, edge" + (c.opset >= 19 ? ", wrap)" : ")"));
@@ -389,8 +405,8 @@ class SplitOp : public Op {
     return std::vector<DType>(static_cast<size_t>(num_outputs), in[0].dtype);
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
-    const Tensor* split = present(in, 1) && opset_ >= 13 ? &need_value(in[1], "input 'split'")
-                                                         : nullptr;
+    const Tensor* split =
+        present(in, 1) && opset_ >= 13 ? &need_value(in[1], "input 'split'") : nullptr;
     size_t a = axis_of(in[0].shape);
     std::vector<int64_t> sizes = sizes_of(in[0].shape, split);
     std::vector<Shape> y(sizes.size(), in[0].shape);
@@ -424,7 +440,7 @@ class SplitOp : public Op {
     int64_t dim = x[axis_of(x)];
     int64_t n = num_outputs;
     std::optional<std::vector<int64_t>> split = split_;
-    if (split_input) split = ref::to_i64(*split_input);
+    if (split_input && split_input->numel() > 0) split = ref::to_i64(*split_input);
     if (split) {
       int64_t sum = 0;
       for (int64_t s : *split) {
@@ -455,6 +471,7 @@ class SplitOp : public Op {
 };
 
 std::unique_ptr<Op> make_split(const OpContext& c) {
+  ref::check_arity(c, 1, c.opset < 13 ? 1 : 2, static_cast<int>(c.node.outputs.size()));
   std::optional<std::vector<int64_t>> split;
   if (c.opset < 13 && c.node.attrs.has("split")) split = c.node.attrs.get_ints("split");
   std::optional<int64_t> num;
@@ -503,13 +520,16 @@ class TileOp : public Op {
 
 void register_tensor_ops(OpRegistry& r) {
   r.add("Concat", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, std::max(1, c.node.num_inputs()), c.node.num_inputs(), 1);
     if (!c.node.attrs.has("axis")) c.fail("attribute 'axis' is required");
     return std::make_unique<ConcatOp>(c.node.attrs.get_int("axis", 0));
   });
   r.add("Gather", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 2, 2, 1);
     return std::make_unique<GatherOp>(c.node.attrs.get_int("axis", 0));
   });
   r.add("Slice", 7, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
+    ref::check_arity(c, c.opset < 10 ? 1 : 3, c.opset < 10 ? 1 : 5, 1);
     if (c.opset >= 10)
       return std::make_unique<SliceOp>(true, std::vector<int64_t>{}, std::vector<int64_t>{},
                                        std::nullopt);
@@ -521,7 +541,10 @@ void register_tensor_ops(OpRegistry& r) {
   });
   r.add("Pad", 7, 21, make_pad);
   r.add("Split", 7, 21, make_split);
-  r.add("Tile", 7, 21, [](const OpContext&) { return std::make_unique<TileOp>(); });
+  r.add("Tile", 7, 21, [](const OpContext& c) {
+    ref::check_arity(c, 2, 2, 1);
+    return std::make_unique<TileOp>();
+  });
 }
 
 }  // namespace voxrt
