@@ -120,6 +120,8 @@ ir::Graph import_model(const onnx::ModelProto& model, const std::string& model_n
     ir::Node node;
     node.op_type = np.op_type();
     node.domain = np.domain();
+    if (node.domain == "voxrt")
+      throw Error(mwhere + ", node '" + np.name() + "': domain 'voxrt' is reserved for voxrt's own passes");
     node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(n) : np.name();
     node.opset = g.opset;
     std::string where = g.where(node);

@@ -10,6 +10,7 @@ const std::vector<Pass>& portable_passes() {
       {"fold-constants", fold_constants},
       {"cancel-cast-pairs", cancel_cast_pairs},
       {"fold-batchnorm", fold_batchnorm_into_conv},
+      {"fuse-conv-epilogue", fuse_conv_epilogue},
   };
   return passes;
 }

@@ -14,6 +14,13 @@
 
 namespace voxrt {
 
+class ThreadPool;
+
+/// What a run hands every op: the Session's threads.
+struct RunContext {
+  ThreadPool* pool = nullptr;
+};
+
 /// What shape inference knows about one input: dtype, shape, and its values when they are known
 /// before running (constants, or shapes once bound). `present` is false for an omitted optional
 /// input.
@@ -36,6 +43,15 @@ class Op {
   /// Computes `out`, already allocated with the inferred dtypes and shapes. Null `in` entries are
   /// omitted optional inputs.
   virtual void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const = 0;
+  /// Runs the op; optimized ops override this to use the threads and their packed weights.
+  /// The default computes with the reference code.
+  virtual void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
+                   std::vector<Tensor>& out) const {
+    (void)ctx;
+    compute(in, out);
+  }
+  /// Which kernel runs this node, e.g. "f32_conv3d_gemm_6x64__avx512"; "ref" for the reference.
+  virtual std::string kernel_name() const { return "ref"; }
   /// Multiply-accumulates for the given shapes, for reports (0 where not meaningful).
   virtual int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const;
 
@@ -63,6 +79,9 @@ struct OpContext {
   }
   [[noreturn]] void fail(const std::string& what) const { throw Error(where + ": " + what); }
 };
+
+/// Domain of the nodes voxrt's passes create (registered as "voxrt.<OpType>").
+inline constexpr const char* kInternalDomain = "voxrt";
 
 using OpFactory = std::function<std::unique_ptr<Op>(const OpContext&)>;
 
@@ -100,5 +119,6 @@ void register_shape_ops(OpRegistry& r);
 void register_tensor_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_matmul_ops(OpRegistry& r);
+void register_fused_ops(OpRegistry& r);
 
 }  // namespace voxrt

@@ -40,6 +40,7 @@ const OpRegistry& OpRegistry::instance() {
     register_tensor_ops(r);
     register_resize_ops(r);
     register_matmul_ops(r);
+    register_fused_ops(r);
     std::sort(r.schemas_.begin(), r.schemas_.end(), [](const OpSchema& a, const OpSchema& b) {
       return a.op_type != b.op_type ? a.op_type < b.op_type : a.min_opset < b.min_opset;
     });
@@ -66,10 +67,13 @@ std::vector<const OpSchema*> OpRegistry::all() const {
 
 std::unique_ptr<Op> OpRegistry::create(const ir::Node& node, const ir::Graph& graph) const {
   std::string where = graph.where(node);
-  if (!node.domain.empty() && node.domain != "ai.onnx")
+  // voxrt's own fused ops live in the "voxrt" domain; passes create them, models cannot.
+  bool internal = node.domain == kInternalDomain;
+  if (!node.domain.empty() && node.domain != "ai.onnx" && !internal)
     throw Error(where + ": operator domain '" + node.domain +
                 "' is not supported (only the default ONNX domain is)");
-  const OpSchema* s = find(node.op_type, node.opset);
+  const OpSchema* s = find(internal ? std::string(kInternalDomain) + "." + node.op_type : node.op_type,
+                           node.opset);
   if (!s) {
     bool known = std::any_of(schemas_.begin(), schemas_.end(),
                              [&](const OpSchema& x) { return x.op_type == node.op_type; });

@@ -1,0 +1,28 @@
+// The epilogue voxrt.FusedConv applies after the convolution and its bias:
+// y = activation(conv(x) + residual), residual optional (input 3).
+#pragma once
+
+#include "ir/graph.h"
+
+namespace voxrt {
+
+struct FusedEpilogue {
+  enum class Kind { none, relu, leaky_relu };
+  Kind kind = Kind::none;
+  float alpha = 0.01f;
+
+  static FusedEpilogue from_attrs(const ir::Attributes& a);
+  double apply(double v) const {
+    switch (kind) {
+      case Kind::relu: return v > 0 ? v : 0;
+      case Kind::leaky_relu: return v >= 0 ? v : alpha * v;
+      case Kind::none: break;
+    }
+    return v;
+  }
+};
+
+/// The plain Conv node inside a voxrt.FusedConv node (first three inputs, Conv's attributes).
+ir::Node fused_conv_inner_node(const ir::Node& fused);
+
+}  // namespace voxrt
