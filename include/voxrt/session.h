@@ -30,8 +30,14 @@ enum class Precision {
   fp16,      ///< store float activations and weights in fp16, accumulate in fp32
 };
 
+enum class Backend {
+  cpu,        ///< optimized CPU kernels where they apply, the reference elsewhere
+  reference,  ///< the plain reference implementation only (the oracle)
+};
+
 struct SessionOptions {
   Precision precision = Precision::as_model;
+  Backend backend = Backend::cpu;
   int threads = 1;
   bool profiling = false;
   /// Run the portable graph passes (constant folding, BatchNorm folding, ...).
@@ -59,7 +65,11 @@ struct NamedTensor {
 struct NodeProfile {
   std::string node;
   std::string op_type;
+  std::string kernel;        ///< the kernel that ran it ("ref" for the reference)
+  double start_ms = 0;       ///< since the run began
   double milliseconds = 0;
+  int64_t macs = 0;
+  std::vector<Shape> output_shapes;
 };
 
 /// What a model is and costs at given input shapes.

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "backends/cpu/cpu_op.h"
 #include "onnx/importer.h"
 #include "onnx/proto_io.h"
 #include "passes/passes.h"
@@ -59,6 +60,11 @@ CompiledModel compile_model(const void* bytes, size_t size, const std::string& m
   if (options.optimize) run_passes(m.graph, options.stop_after);
   m.graph.remove_dead();
   m.ops = build_ops(m.graph);
+  if (options.cpu_kernels) {
+    cpu::Isa isa = cpu::max_isa();
+    for (size_t k = 0; k < m.ops.size(); ++k)
+      m.ops[k] = cpu::CpuRegistry::instance().lower(m.graph.nodes[k], m.graph, std::move(m.ops[k]), isa);
+  }
   return m;
 }
 

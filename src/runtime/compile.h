@@ -15,6 +15,7 @@ struct CompileOptions {
   bool fp16 = false;           // convert float weights and activations to fp16, keep fp32 I/O
   bool optimize = true;        // run the portable passes
   std::string stop_after;      // stop the pass list after the pass of this name
+  bool cpu_kernels = true;     // lower nodes to optimized CPU kernels where one applies
 };
 
 struct CompiledModel {

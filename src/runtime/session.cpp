@@ -42,7 +42,9 @@ void Session::Impl::init(const void* bytes, size_t size, const std::string& name
   co.fp16 = opt.precision == Precision::fp16;
   co.optimize = opt.optimize;
   co.stop_after = opt.stop_after_pass;
+  co.cpu_kernels = opt.backend == Backend::cpu;
   model = compile_model(bytes, size, name, dir, co);
+  pool = std::make_unique<ThreadPool>(opt.threads);
   inputs = io_infos(model.graph, model.graph.inputs);
   shape_deciding = shape_deciding_inputs(model.graph);
   outputs = io_infos(model.graph, model.graph.outputs);
@@ -129,6 +131,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
 
   std::vector<NodeProfile> profile;
   using clock = std::chrono::steady_clock;
+  RunContext ctx{pool.get()};
+  auto run_start = clock::now();
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     int k = plan->steps[s];
     const ir::Node& n = g.nodes[static_cast<size_t>(k)];
@@ -145,10 +149,22 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       else outs.push_back(Tensor());
     }
     auto t0 = clock::now();
-    model.ops[static_cast<size_t>(k)]->compute(ins, outs);
-    if (options.profiling)
-      profile.push_back({n.name, n.op_type,
-                         std::chrono::duration<double, std::milli>(clock::now() - t0).count()});
+    const Op& op = *model.ops[static_cast<size_t>(k)];
+    op.run(ctx, ins, outs);
+    if (options.profiling) {
+      NodeProfile np;
+      np.node = n.name;
+      np.op_type = n.op_type;
+      np.kernel = op.kernel_name();
+      np.start_ms = std::chrono::duration<double, std::milli>(t0 - run_start).count();
+      np.milliseconds = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      std::vector<ValueMeta> metas(n.inputs.size());
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (ins[i]) metas[i] = ValueMeta{true, ins[i]->dtype(), ins[i]->shape(), nullptr};
+      for (const Tensor& t : outs) np.output_shapes.push_back(t.shape());
+      np.macs = op.macs(metas, np.output_shapes);
+      profile.push_back(std::move(np));
+    }
     for (size_t o = 0; o < n.outputs.size(); ++o)
       if (n.outputs[o] >= 0) vals[static_cast<size_t>(n.outputs[o])] = std::move(outs[o]);
     for (int v : n.inputs)

@@ -7,6 +7,7 @@
 
 #include "runtime/compile.h"
 #include "runtime/plan.h"
+#include "runtime/thread_pool.h"
 #include "voxrt/session.h"
 
 namespace voxrt {
@@ -14,6 +15,7 @@ namespace voxrt {
 struct Session::Impl {
   SessionOptions options;
   CompiledModel model;
+  std::unique_ptr<ThreadPool> pool;
   std::vector<IoInfo> inputs, outputs;
   std::vector<char> shape_deciding;  // per input, see shape_deciding_inputs
   mutable std::mutex plans_mutex;

@@ -1,0 +1,91 @@
+#include "backends/cpu/cpu_features.h"
+
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "voxrt/error.h"
+
+namespace voxrt::cpu {
+
+namespace {
+
+uint64_t read_xcr0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+// Linux hands out AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM, feature 18).
+bool request_amx_permission() {
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  bool osxsave = c & (1u << 27);
+  f.fma = c & (1u << 12);
+  f.f16c = c & (1u << 29);
+  bool avx = c & (1u << 28);
+  uint64_t xcr0 = osxsave ? read_xcr0() : 0;
+  f.os_avx = avx && (xcr0 & 0x6) == 0x6;
+  f.os_avx512 = f.os_avx && (xcr0 & 0xe0) == 0xe0;
+  bool os_tiles = (xcr0 & 0x60000) == 0x60000;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.avx2 = b & (1u << 5);
+    f.avx512f = b & (1u << 16);
+    f.avx512dq = b & (1u << 17);
+    f.avx512bw = b & (1u << 30);
+    f.avx512vl = b & (1u << 31);
+    f.avx512fp16 = d & (1u << 23);
+    f.amx_bf16 = d & (1u << 22);
+    f.amx_tile = d & (1u << 24);
+  }
+  f.os_amx = os_tiles && f.amx_tile && request_amx_permission();
+  if (f.os_avx && f.avx2 && f.fma && f.f16c) f.detected = Isa::avx2;
+  if (f.detected == Isa::avx2 && f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)
+    f.detected = Isa::avx512;
+  if (f.detected == Isa::avx512 && f.avx512fp16) f.detected = Isa::avx512fp16;
+  if (f.detected == Isa::avx512fp16 && f.amx_bf16 && f.os_amx) f.detected = Isa::amx;
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+Isa parse_isa(const std::string& name) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512fp16, Isa::amx})
+    if (name == isa_name(i)) return i;
+  throw Error("VOXRT_MAX_ISA '" + name + "' is not one of scalar, avx2, avx512, avx512fp16, amx");
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+    case Isa::avx512fp16: return "avx512fp16";
+    case Isa::amx: return "amx";
+  }
+  return "?";
+}
+
+Isa max_isa() {
+  Isa detected = cpu_features().detected;
+  const char* cap = std::getenv("VOXRT_MAX_ISA");
+  if (!cap || !*cap) return detected;
+  Isa c = parse_isa(cap);
+  return c < detected ? c : detected;
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,38 @@
+// What the CPU can run, read once from CPUID and XCR0 (and Linux's AMX permission), capped by
+// the VOXRT_MAX_ISA environment variable (scalar | avx2 | avx512 | avx512fp16 | amx) so every
+// lower path can be exercised on a high-end machine.
+#pragma once
+
+#include <string>
+
+namespace voxrt::cpu {
+
+/// Instruction-set levels, each including the ones before it.
+enum class Isa {
+  scalar,      // plain C++
+  avx2,        // AVX2 + FMA + F16C
+  avx512,      // AVX-512 F/BW/VL/DQ (fp16 via conversion)
+  avx512fp16,  // AVX512-FP16 arithmetic
+  amx,         // AMX-BF16 tiles
+};
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512fp16 = false;
+  bool amx_bf16 = false, amx_tile = false;
+  bool os_avx = false, os_avx512 = false, os_amx = false;  // XCR0 and Linux permission
+  /// Highest level the hardware and OS allow.
+  Isa detected = Isa::scalar;
+};
+
+/// Detected once per process.
+const CpuFeatures& cpu_features();
+/// The level kernels may use: detected, capped by VOXRT_MAX_ISA. Throws voxrt::Error on an
+/// unknown VOXRT_MAX_ISA value.
+Isa max_isa();
+/// Isa from "scalar", "avx2", ...; throws voxrt::Error on other text.
+Isa parse_isa(const std::string& name);
+const char* isa_name(Isa isa);
+
+}  // namespace voxrt::cpu

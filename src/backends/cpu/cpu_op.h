@@ -1,0 +1,78 @@
+// The CPU backend's contract. After the passes, each node's reference Op is offered to the
+// lowering registered for its op type; a lowering returns an optimized CpuOp (which keeps the
+// reference op for shape inference and for cases its kernels do not cover) or declines.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backends/cpu/cpu_features.h"
+#include "backends/ref/op.h"
+
+namespace voxrt::cpu {
+
+/// An optimized op wrapping the reference op of the same node: inference, MACs and the plain
+/// compute are the reference's; run() is the fast path.
+class CpuOp : public Op {
+ public:
+  explicit CpuOp(std::unique_ptr<Op> ref) : ref_(std::move(ref)) {
+    where = ref_->where;
+    num_outputs = ref_->num_outputs;
+  }
+  std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
+    return ref_->infer_types(in);
+  }
+  std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
+    return ref_->infer_shapes(in);
+  }
+  void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    ref_->compute(in, out);
+  }
+  int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const override {
+    return ref_->macs(in, out);
+  }
+
+ protected:
+  std::unique_ptr<Op> ref_;
+};
+
+/// What a lowering sees: the node, its graph (dtypes of every value are inferred; constant inputs
+/// such as weights are available), and the highest ISA kernels may use.
+struct LowerContext {
+  const ir::Node& node;
+  const ir::Graph& graph;
+  Isa isa;
+  const Tensor* constant_input(int i) const {
+    return node.has_input(i) ? graph.constant(node.inputs[static_cast<size_t>(i)]) : nullptr;
+  }
+  DType input_dtype(int i) const { return *graph.values[static_cast<size_t>(node.inputs[static_cast<size_t>(i)])].dtype; }
+  DType output_dtype(int i) const { return *graph.values[static_cast<size_t>(node.outputs[static_cast<size_t>(i)])].dtype; }
+};
+
+/// Returns an optimized op taking ownership of `ref`, or nullptr (leaving `ref` alone) to decline.
+using Lowering = std::function<std::unique_ptr<Op>(const LowerContext&, std::unique_ptr<Op>& ref)>;
+
+class CpuRegistry {
+ public:
+  static const CpuRegistry& instance();
+  /// `op_type` as the reference registry spells it ("Conv", "voxrt.FusedConv").
+  void add(const std::string& op_type, Lowering lowering);
+  /// The optimized op for this node, or `ref` itself when no lowering accepts it.
+  std::unique_ptr<Op> lower(const ir::Node& node, const ir::Graph& graph, std::unique_ptr<Op> ref,
+                            Isa isa) const;
+
+ private:
+  std::multimap<std::string, Lowering> lowerings_;
+};
+
+// One registration function per kernel family driver under backends/cpu/.
+void register_conv_lowerings(CpuRegistry& r);
+void register_eltwise_lowerings(CpuRegistry& r);
+void register_norm_lowerings(CpuRegistry& r);
+void register_pool_lowerings(CpuRegistry& r);
+void register_resize_lowerings(CpuRegistry& r);
+void register_data_lowerings(CpuRegistry& r);
+
+}  // namespace voxrt::cpu

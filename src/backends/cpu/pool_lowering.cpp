@@ -1,0 +1,7 @@
+#include "backends/cpu/cpu_op.h"
+
+namespace voxrt::cpu {
+
+void register_pool_lowerings(CpuRegistry&) {}
+
+}  // namespace voxrt::cpu

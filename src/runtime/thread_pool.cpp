@@ -1,0 +1,79 @@
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+
+namespace voxrt {
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::drain(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk) {
+  for (;;) {
+    int64_t begin = next_.fetch_add(chunk);
+    if (begin >= n) return;
+    fn(begin, std::min(n, begin + chunk));
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int64_t, int64_t)>* fn;
+    int64_t n, chunk;
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      ++active_;
+      fn = fn_;
+      n = n_;
+      chunk = chunk_;
+    }
+    // The job's owner waits for active_ to drop to zero, so fn stays valid while we run it.
+    if (fn) drain(*fn, n, chunk);
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      --active_;
+    }
+    done_.notify_one();
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
+                              int64_t max_chunk) {
+  if (n <= 0) return;
+  int64_t chunk = max_chunk > 0 ? max_chunk : std::max<int64_t>(1, (n + size() * 4 - 1) / (size() * 4));
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (workers_.empty() || n <= chunk || !busy.owns_lock()) {
+    for (int64_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    fn_ = &fn;
+    n_ = n;
+    chunk_ = chunk;
+    next_.store(0);
+    ++generation_;
+  }
+  wake_.notify_all();
+  drain(fn, n, chunk);
+  std::unique_lock<std::mutex> lock(m_);
+  // Workers that woke late find no work left and leave at once; wait until none is inside.
+  done_.wait(lock, [&] { return active_ == 0 && next_.load() >= n_; });
+  fn_ = nullptr;
+  n_ = 0;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,47 @@
+// A fixed set of worker threads owned by a Session. parallel_for splits an index range across
+// them and the calling thread, and returns when every index is done.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace voxrt {
+
+class ThreadPool {
+ public:
+  /// `threads` counts the caller: 1 means no workers, all work inline.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  /// Calls fn(begin, end) on disjoint chunks covering [0, n), at most `max_chunk` indices each
+  /// (0: about four chunks per thread). If another parallel_for holds the pool (concurrent
+  /// Session runs), the work runs on the calling thread alone.
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
+                    int64_t max_chunk = 0);
+
+ private:
+  void worker_loop();
+  void drain(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk);
+
+  std::vector<std::thread> workers_;
+  std::mutex busy_;  // held by the parallel_for in flight
+  std::mutex m_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, chunk_ = 1;
+  std::atomic<int64_t> next_{0};
+  int active_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace voxrt
