@@ -11,6 +11,7 @@ const std::vector<Pass>& portable_passes() {
       {"cancel-cast-pairs", cancel_cast_pairs},
       {"fold-batchnorm", fold_batchnorm_into_conv},
       {"fuse-conv-epilogue", fuse_conv_epilogue},
+      {"fuse-norm-activation", fuse_norm_activation},
   };
   return passes;
 }

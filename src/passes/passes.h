@@ -25,6 +25,7 @@ void remove_identity(ir::Graph& g);
 void fold_batchnorm_into_conv(ir::Graph& g);
 void cancel_cast_pairs(ir::Graph& g);
 void fuse_conv_epilogue(ir::Graph& g);
+void fuse_norm_activation(ir::Graph& g);
 
 struct Fp16Options {
   bool keep_io_types = true;     // graph inputs and outputs stay float32, with Casts at the edge

@@ -120,5 +120,6 @@ void register_tensor_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_matmul_ops(OpRegistry& r);
 void register_fused_ops(OpRegistry& r);
+void register_fused_norm_ops(OpRegistry& r);
 
 }  // namespace voxrt

@@ -41,6 +41,7 @@ const OpRegistry& OpRegistry::instance() {
     register_resize_ops(r);
     register_matmul_ops(r);
     register_fused_ops(r);
+    register_fused_norm_ops(r);
     std::sort(r.schemas_.begin(), r.schemas_.end(), [](const OpSchema& a, const OpSchema& b) {
       return a.op_type != b.op_type ? a.op_type < b.op_type : a.min_opset < b.min_opset;
     });

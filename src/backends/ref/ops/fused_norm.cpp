@@ -1,0 +1,7 @@
+#include "backends/ref/op.h"
+
+namespace voxrt {
+
+void register_fused_norm_ops(OpRegistry&) {}
+
+}  // namespace voxrt
