@@ -147,25 +147,7 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
     if (!p.known[static_cast<size_t>(v)])
       throw Error(g.where_value(v) + ": graph output is never produced");
 
-  // Peak of simultaneously live activations, by walking the steps with lifetimes.
-  int64_t live = 0;
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    const ir::Node& n = g.nodes[static_cast<size_t>(p.steps[s])];
-    for (int o : n.outputs)
-      if (o >= 0)
-        live += shape_numel(p.shapes[static_cast<size_t>(o)]) *
-                static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(o)].dtype));
-    p.peak_activation_bytes = std::max(p.peak_activation_bytes, live);
-    std::vector<int> ins(n.inputs);
-    std::sort(ins.begin(), ins.end());
-    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
-    for (int v : ins)
-      if (v >= 0 && p.last_use[static_cast<size_t>(v)] == static_cast<int>(s) && !g.is_constant(v) &&
-          !p.folded.count(v) &&
-          std::count(g.inputs.begin(), g.inputs.end(), v) == 0)
-        live -= shape_numel(p.shapes[static_cast<size_t>(v)]) *
-                static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(v)].dtype));
-  }
+  plan_arena(g, p);
   return p;
 }
 

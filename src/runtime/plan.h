@@ -4,11 +4,24 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "runtime/compile.h"
 
 namespace voxrt {
+
+/// Arenas of one plan's size, kept between runs; concurrent runs each take their own.
+class ArenaPool {
+ public:
+  std::shared_ptr<uint8_t[]> take(int64_t bytes);
+  void give_back(std::shared_ptr<uint8_t[]> arena);
+
+ private:
+  std::mutex m_;
+  std::vector<std::shared_ptr<uint8_t[]>> free_;
+};
 
 struct Plan {
   std::vector<Shape> shapes;         // per value id
@@ -17,8 +30,19 @@ struct Plan {
   std::vector<int> steps;            // node indices to run, in order
   std::vector<int> last_use;         // per value id: last step reading it, -1 if none
   int64_t macs = 0;
-  int64_t peak_activation_bytes = 0;
+  int64_t peak_activation_bytes = 0;  // arena plus graph outputs
+
+  // Memory: every intermediate activation lives at an offset in one arena per run.
+  std::vector<int64_t> arena_offset;  // per value id: byte offset, -1 if not in the arena
+  int64_t arena_bytes = 0;
+  std::vector<char> skip_step;        // per step: a Concat whose inputs were written in place
+  std::shared_ptr<ArenaPool> arenas = std::make_shared<ArenaPool>();
 };
+
+/// Places intermediate activations in one arena by lifetime (values whose lifetimes overlap never
+/// share bytes), and lets producers of a channel Concat with batch 1 write straight into their
+/// slice of its output, so the Concat costs no copy.
+void plan_arena(const ir::Graph& g, Plan& p);
 
 /// Binds `input_shapes` (one per graph input, in order) and infers everything else. Small integer
 /// inputs whose values decide shapes (axes, sizes) may be given in `input_values` (nullptr where

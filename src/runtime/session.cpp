@@ -133,9 +133,17 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
   using clock = std::chrono::steady_clock;
   RunContext ctx{pool.get()};
   auto run_start = clock::now();
+  std::shared_ptr<uint8_t[]> arena = plan->arenas->take(plan->arena_bytes);
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     int k = plan->steps[s];
     const ir::Node& n = g.nodes[static_cast<size_t>(k)];
+    if (plan->skip_step[s]) {
+      // A Concat whose producers already wrote into their slices of it.
+      int o = n.outputs[0];
+      vals[static_cast<size_t>(o)] = Tensor::view(*g.values[static_cast<size_t>(o)].dtype, plan->shapes[static_cast<size_t>(o)],
+                                                  arena.get() + plan->arena_offset[static_cast<size_t>(o)]);
+      continue;
+    }
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i] >= 0) ins[i] = &vals[static_cast<size_t>(n.inputs[i])];
@@ -144,7 +152,9 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       int slot = o >= 0 ? output_slot(o) : -1;
       DType dt = o >= 0 ? *g.values[static_cast<size_t>(o)].dtype : DType::f32;
       const Shape& shape = o >= 0 ? plan->shapes[static_cast<size_t>(o)] : Shape{};
+      int64_t offset = o >= 0 ? plan->arena_offset[static_cast<size_t>(o)] : -1;
       if (slot >= 0 && caller_outputs) outs.push_back(Tensor::view(dt, shape, out[static_cast<size_t>(slot)].raw()));
+      else if (offset >= 0) outs.push_back(Tensor::view(dt, shape, arena.get() + offset));
       else if (o >= 0) outs.push_back(Tensor::empty(dt, shape));
       else outs.push_back(Tensor());
     }
@@ -171,6 +181,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       if (v >= 0 && plan->last_use[static_cast<size_t>(v)] == static_cast<int>(s) && output_slot(v) < 0)
         vals[static_cast<size_t>(v)] = Tensor();
   }
+  plan->arenas->give_back(std::move(arena));
   if (!caller_outputs) out.assign(g.outputs.size(), Tensor());
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     Tensor& v = vals[static_cast<size_t>(g.outputs[k])];

@@ -1,0 +1,145 @@
+#include <algorithm>
+#include <map>
+
+#include "runtime/plan.h"
+
+namespace voxrt {
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t bytes_of(const ir::Graph& g, const Plan& p, int v) {
+  int64_t b = shape_numel(p.shapes[static_cast<size_t>(v)]) *
+              static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(v)].dtype));
+  return (b + kAlign - 1) / kAlign * kAlign;
+}
+
+struct Block {
+  int value;
+  int first, last;  // steps, inclusive
+  int64_t bytes;
+};
+
+}  // namespace
+
+std::shared_ptr<uint8_t[]> ArenaPool::take(int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (!free_.empty()) {
+      auto a = std::move(free_.back());
+      free_.pop_back();
+      return a;
+    }
+  }
+  return std::shared_ptr<uint8_t[]>(new (std::align_val_t(kAlign)) uint8_t[static_cast<size_t>(bytes) + kAlign],
+                                    [](uint8_t* q) { operator delete[](q, std::align_val_t(kAlign)); });
+}
+
+void ArenaPool::give_back(std::shared_ptr<uint8_t[]> arena) {
+  std::lock_guard<std::mutex> lock(m_);
+  if (free_.size() < 2) free_.push_back(std::move(arena));
+}
+
+void plan_arena(const ir::Graph& g, Plan& p) {
+  size_t nv = g.values.size();
+  p.arena_offset.assign(nv, -1);
+  p.skip_step.assign(p.steps.size(), 0);
+  std::vector<int> def(nv, -1);
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    for (int o : g.nodes[static_cast<size_t>(p.steps[s])].outputs)
+      if (o >= 0) def[static_cast<size_t>(o)] = static_cast<int>(s);
+  auto is_graph_output = [&](int v) { return std::count(g.outputs.begin(), g.outputs.end(), v) > 0; };
+  // Values the arena may hold: produced by a step, not a graph output (those go to the caller or
+  // to tensors that outlive the run).
+  auto arena_candidate = [&](int v) {
+    return v >= 0 && def[static_cast<size_t>(v)] >= 0 && !is_graph_output(v);
+  };
+  int last_step = static_cast<int>(p.steps.size()) - 1;
+  auto last_of = [&](int v) {
+    int l = p.last_use[static_cast<size_t>(v)];
+    return std::max(l, def[static_cast<size_t>(v)]);
+  };
+
+  // Channel Concats whose inputs can be slices of the output: batch (every dim before the axis) is
+  // 1, each input is an arena value used once in the Concat, and no input is itself aliased.
+  std::map<int, std::pair<int, int64_t>> alias;  // input value -> (concat output, byte offset)
+  std::vector<char> aliased_out(nv, 0);
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(p.steps[s])];
+    if (n.op_type != "Concat" || !n.domain.empty() || n.outputs.size() != 1) continue;
+    int out = n.outputs[0];
+    if (!arena_candidate(out)) continue;
+    const Shape& os = p.shapes[static_cast<size_t>(out)];
+    int64_t axis = n.attrs.get_int("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(os.size());
+    bool ok = axis >= 0 && axis < static_cast<int64_t>(os.size());
+    for (int64_t d = 0; ok && d < axis; ++d) ok = os[static_cast<size_t>(d)] == 1;
+    std::vector<int> ins(n.inputs);
+    std::sort(ins.begin(), ins.end());
+    ok = ok && std::adjacent_find(ins.begin(), ins.end()) == ins.end();
+    for (int v : n.inputs)
+      ok = ok && arena_candidate(v) && !alias.count(v) && !aliased_out[static_cast<size_t>(v)] &&
+           p.shapes[static_cast<size_t>(v)].size() == os.size();
+    if (!ok) continue;
+    int64_t off = 0;
+    for (int v : n.inputs) {
+      alias[v] = {out, off};
+      off += shape_numel(p.shapes[static_cast<size_t>(v)]) *
+             static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(v)].dtype));
+    }
+    aliased_out[static_cast<size_t>(out)] = 1;
+    p.skip_step[s] = 1;
+  }
+
+  // One block per arena value that is not a slice of another; a Concat's block lives from its
+  // first input's definition to the last use of it or of any input.
+  std::vector<Block> blocks;
+  std::map<int, size_t> block_of;
+  for (size_t v = 0; v < nv; ++v) {
+    int id = static_cast<int>(v);
+    if (!arena_candidate(id) || alias.count(id)) continue;
+    block_of[id] = blocks.size();
+    blocks.push_back(Block{id, def[v], last_of(id), bytes_of(g, p, id)});
+  }
+  for (const auto& [in, target] : alias) {
+    Block& b = blocks[block_of.at(target.first)];
+    b.first = std::min(b.first, def[static_cast<size_t>(in)]);
+    b.last = std::max(b.last, last_of(in));
+  }
+  (void)last_step;
+
+  // Greedy: largest blocks first, each at the lowest offset that overlaps no placed block whose
+  // lifetime intersects its own.
+  std::vector<size_t> order(blocks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return blocks[a].bytes != blocks[b].bytes ? blocks[a].bytes > blocks[b].bytes : a < b;
+  });
+  std::vector<std::pair<int64_t, size_t>> placed;  // (offset, block)
+  for (size_t i : order) {
+    const Block& b = blocks[i];
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const auto& [off, j] : placed) {
+      const Block& o = blocks[j];
+      if (o.first <= b.last && b.first <= o.last) busy.emplace_back(off, off + o.bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t off = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (off + b.bytes <= lo) break;
+      off = std::max(off, hi);
+    }
+    placed.emplace_back(off, i);
+    p.arena_offset[static_cast<size_t>(b.value)] = off;
+    p.arena_bytes = std::max(p.arena_bytes, off + b.bytes);
+  }
+  for (const auto& [in, target] : alias)
+    p.arena_offset[static_cast<size_t>(in)] = p.arena_offset[static_cast<size_t>(target.first)] + target.second;
+
+  p.peak_activation_bytes = p.arena_bytes;
+  for (int v : g.outputs)
+    if (def[static_cast<size_t>(v)] >= 0) p.peak_activation_bytes += bytes_of(g, p, v);
+}
+
+}  // namespace voxrt
