@@ -53,6 +53,9 @@ CompiledModel compile_model(const void* bytes, size_t size, const std::string& m
   CompiledModel m;
   m.graph = import_checked(bytes, size, model_name, model_dir);
   if (options.fp16) {
+    // Constant nodes become initializers first, so each is converted by what reads it (Resize
+    // scales stay float32) instead of being converted and cast back.
+    fold_constants(m.graph);
     convert_fp16(m.graph, Fp16Options{});
     build_ops(m.graph);
   }
