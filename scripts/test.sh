@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/build.sh build
 (cd build && ctest --output-on-failure -j2)
-scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DVOXRT_SANITIZE=ON
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DVOXRT_SANITIZE=ON -DVOXRT_BUILD_BENCH=OFF
 (cd build-asan && ctest --output-on-failure -j2 -E "^Fixtures")

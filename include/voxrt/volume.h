@@ -9,10 +9,10 @@
 //   voxrt::SegmentResult r = voxrt::segment_volume(net, scan.data, opt);
 //   voxrt::write_nifti("labels.nii.gz", r.labels, scan);
 //
-// Volumes are tensors {channels, d0, d1, d2} in the NIfTI file's own memory order: d0 = k (slowest),
-// d1 = j, d2 = i (fastest). The network's spatial axes are d0, d1, d2 in that order; a network
-// trained on arrays indexed (i, j, k), as nibabel and MONAI load them, wants reverse_spatial_axes()
-// before and after.
+// Volumes are tensors {channels, d0, d1, d2} in the NIfTI file's own memory order: d0 = k
+// (slowest), d1 = j, d2 = i (fastest). The network's spatial axes are d0, d1, d2 in that order; a
+// network trained on arrays indexed (i, j, k), as nibabel and MONAI load them, wants
+// reverse_spatial_axes() before and after.
 #pragma once
 
 #include <array>
@@ -49,10 +49,12 @@ NiftiImage read_nifti(const std::string& path);
 
 /// Writes `data` ({nz, ny, nx} or {channels, nz, ny, nx}; uint8, uint16, int16, int32, float32 or
 /// float64) with the dimensions, pixdim, qform, sform and units of `like`, in like's NIfTI version.
-/// A path ending in .gz is compressed. Integer data is marked as labels (intent NIFTI_INTENT_LABEL).
+/// A path ending in .gz is compressed. Integer data is marked as labels (intent
+/// NIFTI_INTENT_LABEL).
 void write_nifti(const std::string& path, const Tensor& data, const NiftiImage& like);
 
-/// {c, a, b, d} -> {c, d, b, a}: between the file's (k, j, i) order and (i, j, k) order. f32 only.
+/// {c, a, b, d} -> {c, d, b, a} (or {a, b, d} -> {d, b, a}), any dtype: between the file's
+/// (k, j, i) order and (i, j, k) order.
 Tensor reverse_spatial_axes(const Tensor& volume);
 
 enum class Blend { gaussian, constant };
@@ -81,7 +83,7 @@ struct IntensityOptions {
 };
 
 struct SegmentProgress {
-  int64_t done = 0;   ///< network inputs (patches times mirror variants) finished
+  int64_t done = 0;  ///< network inputs (patches times mirror variants) finished
   int64_t total = 0;
   double seconds = 0;  ///< since segment_volume started
 };
@@ -124,17 +126,17 @@ struct SegmentStats {
   int batch = 0;
   int64_t classes = 0;
   double total_seconds = 0;
-  double network_seconds = 0;   ///< inside Session::run
-  double cut_seconds = 0;       ///< cutting patches (a producer thread, overlapping the network)
-  double blend_seconds = 0;     ///< weighting and accumulating (a consumer thread, likewise)
-  double prepare_seconds = 0;   ///< intensity statistics and buffers, before the first patch
-  double finish_seconds = 0;    ///< normalization by the weight sum, activation, argmax
+  double network_seconds = 0;      ///< inside Session::run
+  double cut_seconds = 0;          ///< cutting patches (a producer thread, overlapping the network)
+  double blend_seconds = 0;        ///< weighting and accumulating (a consumer thread, likewise)
+  double prepare_seconds = 0;      ///< intensity statistics and buffers, before the first patch
+  double finish_seconds = 0;       ///< normalization by the weight sum, activation, argmax
   int64_t accumulation_bytes = 0;  ///< float32 class sums plus weight sums
   Activation activation = Activation::none;  ///< what was applied to make probabilities
 };
 
 struct SegmentResult {
-  Tensor labels;         ///< {d0, d1, d2}, u8 or u16: the argmax class (or sigmoid > 0.5 for one class)
+  Tensor labels;  ///< {d0, d1, d2}, u8 or u16: the argmax class (or sigmoid > 0.5 for one class)
   Tensor probabilities;  ///< f32 {classes, d0, d1, d2} when asked for, else undefined
   SegmentStats stats;
 };
@@ -145,7 +147,8 @@ struct SegmentResult {
 /// map exp(-x^2 / (2 (sigma_scale * patch)^2)) per axis clamped below at max(min, 1e-3), sums
 /// divided by the weight sums). Patches are batched through the Session while the next batch is
 /// cut on another thread and the previous one blended on a third.
-SegmentResult segment_volume(const Session& session, const Tensor& volume, const SegmentOptions& options);
+SegmentResult segment_volume(const Session& session, const Tensor& volume,
+                             const SegmentOptions& options);
 
 struct DiceScore {
   int64_t label = 0;
@@ -154,8 +157,9 @@ struct DiceScore {
   int64_t count_b = 0;
 };
 
-/// Dice 2|A n B| / (|A| + |B|) of every non-zero label present in either volume (same shape, any
-/// dtype holding integers), ascending by label.
+/// Dice 2|A n B| / (|A| + |B|) of every non-zero label present in either volume (float32 tensors of
+/// one shape, as read_nifti returns them; values are rounded to integer labels), ascending by
+/// label.
 std::vector<DiceScore> dice_scores(const Tensor& a, const Tensor& b);
 
 }  // namespace voxrt

@@ -1,0 +1,140 @@
+#include "volume/patches.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/half.h"
+
+namespace voxrt::volume {
+
+namespace {
+
+// Source index along one axis for each position of the (possibly flipped) patch; -1 = pad value.
+std::vector<int64_t> axis_map(const PatchPlan& p, size_t axis, int64_t start, bool flip) {
+  const WindowGrid& g = p.grid;
+  std::vector<int64_t> m(static_cast<size_t>(g.patch[axis]));
+  for (int64_t i = 0; i < g.patch[axis]; ++i) {
+    int64_t q = start + (flip ? g.patch[axis] - 1 - i : i);
+    m[static_cast<size_t>(i)] = source_index(q, g.pad_before[axis], g.size[axis], p.pad_mode);
+  }
+  return m;
+}
+
+template <class Store>
+void cut(const PatchPlan& p, const float* volume, int64_t item, Store store) {
+  const WindowGrid& g = p.grid;
+  auto nv = static_cast<int64_t>(p.variants.size());
+  Index3 s = g.start(item / nv);
+  unsigned flip = p.variants[static_cast<size_t>(item % nv)];
+  std::array<std::vector<int64_t>, 3> map;
+  for (size_t a = 0; a < 3; ++a) map[a] = axis_map(p, a, s[a], (flip >> a) & 1u);
+  int64_t d1 = g.size[1], d2 = g.size[2];
+  int64_t plane = g.size[0] * d1 * d2;
+  int64_t k = 0;
+  for (int64_t c = 0; c < p.channels; ++c) {
+    const ChannelNorm n = p.norm[static_cast<size_t>(c)];
+    const float* vol = volume + c * plane;
+    for (int64_t m0 : map[0])
+      for (int64_t m1 : map[1]) {
+        if (m0 < 0 || m1 < 0) {
+          for (int64_t i = 0; i < g.patch[2]; ++i) store(k++, p.pad_value);
+          continue;
+        }
+        const float* row = vol + (m0 * d1 + m1) * d2;
+        for (int64_t m2 : map[2]) {
+          if (m2 < 0) {
+            store(k++, p.pad_value);
+            continue;
+          }
+          float v = std::min(std::max(row[m2], n.low), n.high);
+          store(k++, (v - n.mean) / n.std);
+        }
+      }
+  }
+}
+
+template <class Load>
+void blend(const PatchPlan& p, int64_t item, Load load, float* sums, float* weight_sums) {
+  const WindowGrid& g = p.grid;
+  auto nv = static_cast<int64_t>(p.variants.size());
+  Index3 s = g.start(item / nv);
+  unsigned flip = p.variants[static_cast<size_t>(item % nv)];
+  float share = 1.0f / static_cast<float>(nv);
+  Index3 lo, hi;  // patch positions that land inside the volume
+  for (size_t a = 0; a < 3; ++a) {
+    int64_t first = s[a] - g.pad_before[a];
+    lo[a] = std::max<int64_t>(0, -first);
+    hi[a] = std::min(g.patch[a], g.size[a] - first);
+  }
+  const int64_t p0 = g.patch[0], p1 = g.patch[1], p2 = g.patch[2];
+  const int64_t d1 = g.size[1], d2 = g.size[2], plane = g.size[0] * d1 * d2;
+  auto src = [&](size_t a, int64_t i) { return ((flip >> a) & 1u) ? g.patch[a] - 1 - i : i; };
+  for (int64_t k = 0; k < p.classes; ++k) {
+    float* acc = sums + k * plane;
+    for (int64_t i0 = lo[0]; i0 < hi[0]; ++i0)
+      for (int64_t i1 = lo[1]; i1 < hi[1]; ++i1) {
+        const float* w = p.weights.data() + (i0 * p1 + i1) * p2;
+        int64_t t = ((s[0] - g.pad_before[0] + i0) * d1 + s[1] - g.pad_before[1] + i1) * d2 + s[2] -
+                    g.pad_before[2];
+        int64_t o = ((k * p0 + src(0, i0)) * p1 + src(1, i1)) * p2;
+        if ((flip >> 2) & 1u) {
+          for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2)
+            acc[t + i2] += w[i2] * share * load(o + p2 - 1 - i2);
+        } else {
+          for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2) acc[t + i2] += w[i2] * share * load(o + i2);
+        }
+        if (k == 0 && flip == 0)
+          for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2) weight_sums[t + i2] += w[i2];
+      }
+  }
+}
+
+}  // namespace
+
+void cut_patch(const PatchPlan& p, const float* volume, int64_t item, DType dst_type, void* dst) {
+  if (dst_type == DType::f16) {
+    auto* d = static_cast<uint16_t*>(dst);
+    cut(p, volume, item, [d](int64_t k, float v) { d[k] = float_to_half(v); });
+  } else {
+    auto* d = static_cast<float*>(dst);
+    cut(p, volume, item, [d](int64_t k, float v) { d[k] = v; });
+  }
+}
+
+void blend_patch(const PatchPlan& p, int64_t item, DType out_type, const void* out, float* sums,
+                 float* weight_sums) {
+  if (out_type == DType::f16) {
+    const auto* o = static_cast<const uint16_t*>(out);
+    blend(
+        p, item, [o](int64_t k) { return half_to_float(o[k]); }, sums, weight_sums);
+  } else {
+    const auto* o = static_cast<const float*>(out);
+    blend(
+        p, item, [o](int64_t k) { return o[k]; }, sums, weight_sums);
+  }
+}
+
+std::vector<ChannelNorm> channel_norms(const Tensor& volume, const IntensityOptions& o) {
+  std::vector<ChannelNorm> out;
+  int64_t n = volume.numel() / volume.dim(0);
+  for (int64_t c = 0; c < volume.dim(0); ++c) {
+    ChannelNorm cn{-INFINITY, INFINITY, 0.0f, 1.0f};
+    if (o.mode == Normalization::ct) {
+      cn = {static_cast<float>(o.clip_low), static_cast<float>(o.clip_high),
+            static_cast<float>(o.mean), static_cast<float>(std::max(o.std, 1e-8))};
+    } else if (o.mode == Normalization::zscore) {
+      const float* v = volume.data<float>() + c * n;
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < n; ++i) sum += v[i];
+      double mean = sum / static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) sq += (v[i] - mean) * (v[i] - mean);
+      double sd = std::sqrt(sq / static_cast<double>(n));
+      cn.mean = static_cast<float>(mean);
+      cn.std = static_cast<float>(std::max(sd, 1e-8));
+    }
+    out.push_back(cn);
+  }
+  return out;
+}
+
+}  // namespace voxrt::volume
