@@ -25,8 +25,10 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
              const std::string& precision);
 int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
             const std::vector<std::string>& outputs, const std::string& precision, int threads);
+/// With a non-empty profile_path, the timed runs are profiled and written there as a Chrome trace.
 int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
-              const std::string& precision, int threads, int runs, int warmup);
+              const std::string& precision, int threads, int runs, int warmup,
+              const std::string& profile_path = "");
 int cmd_convert(const std::string& in, const std::string& out, bool fp16, bool keep_io,
                 const std::string& block_ops);
 

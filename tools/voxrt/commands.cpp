@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "npy.h"
+#include "profile.h"
 
 namespace voxrt::cli {
 
@@ -101,10 +102,12 @@ int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
 }
 
 int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
-              const std::string& precision, int threads, int runs, int warmup) {
+              const std::string& precision, int threads, int runs, int warmup,
+              const std::string& profile_path) {
   SessionOptions opt;
   opt.precision = parse_precision(precision);
   opt.threads = threads;
+  opt.profiling = !profile_path.empty();
   Session s(model, opt);
   auto bound = resolve_shapes(shapes, s);
   ModelSummary sum = s.summary(bound);
@@ -118,19 +121,29 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   }
   for (int i = 0; i < warmup; ++i) s.run(in);
   std::vector<double> ms;
+  std::vector<ProfiledRun> trace;
+  auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     s.run(in);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (opt.profiling)
+      trace.push_back({std::chrono::duration<double, std::milli>(t0 - start).count(), ms.back(), s.last_profile()});
   }
+  if (opt.profiling) write_chrome_trace(profile_path, model + " (" + precision + ")", trace);
   std::sort(ms.begin(), ms.end());
   double median = ms[ms.size() / 2];
   double gflops = 2.0 * static_cast<double>(sum.macs) / (median * 1e6);
   std::printf("model %s  precision %s  threads %d  shape", model.c_str(),
               precision.empty() ? "model" : precision.c_str(), threads);
   for (const auto& [name, shape] : bound) std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
-  std::printf("\nruns %d (after %d warm-up)  median %.2f ms  min %.2f ms  %.2f GFLOP/s  peak RSS %s\n",
-              runs, warmup, median, ms.front(), gflops, human_bytes(peak_rss_bytes()).c_str());
+  std::printf("\nruns %d (after %d warm-up)  median %.2f ms  min %.2f ms  %.2f GFLOP/s  peak RSS %s  "
+              "activations %s\n",
+              runs, warmup, median, ms.front(), gflops, human_bytes(peak_rss_bytes()).c_str(),
+              human_bytes(sum.activation_bytes).c_str());
+  if (opt.profiling)
+    std::printf("profile of the %d timed runs written to %s (Chrome trace: open in ui.perfetto.dev)\n", runs,
+                profile_path.c_str());
   return 0;
 }
 

@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "profile.h"
+#include "volume_commands.h"
 
 int main(int argc, char** argv) {
   using namespace voxrt::cli;
@@ -39,6 +41,23 @@ int main(int argc, char** argv) {
   bench->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
   bench->add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 100000));
   bench->add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 1000));
+  std::string profile_path;
+  bench->add_option("--profile", profile_path, "write per-node times of the timed runs to this file, "
+                                               "Chrome trace format (ui.perfetto.dev, chrome://tracing)");
+
+  std::vector<std::string> compare{"fp32"};
+  CLI::App* profile = app.add_subcommand("profile", "Per-node median ms, GFLOP/s, share and kernel, and "
+                                                    "the speedup of one precision over another.\nExample: "
+                                                    "voxrt profile unet.onnx --shape input=1x1x96x96x96 "
+                                                    "--compare fp32,fp16");
+  profile->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
+  profile->add_option("--shape", shapes, "input shape, name=1x1x96x96x96");
+  profile->add_option("--compare", compare, "precisions to run, the first the baseline (fp32, fp16)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fp32", "fp16"}));
+  profile->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
+  profile->add_option("--runs", runs, "profiled runs per precision")->check(CLI::Range(1, 100000));
+  profile->add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 1000));
 
   std::string in_path, out_path, block_ops;
   bool fp16 = false, keep_io = false;
@@ -50,12 +69,20 @@ int main(int argc, char** argv) {
   convert->add_option("input", in_path, "fp32 ONNX model")->required()->check(CLI::ExistingFile);
   convert->add_option("output", out_path, "where to write the fp16 model")->required();
 
+  SegmentArgs segment_args;
+  CLI::App* segment = add_segment_command(app, segment_args);
+  DiceArgs dice_args;
+  CLI::App* dice = add_dice_command(app, dice_args);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*info) return cmd_info(model, shapes, passes, precision);
     if (*run) return cmd_run(model, inputs, outputs, precision, threads);
-    if (*bench) return cmd_bench(model, shapes, precision, threads, runs, warmup);
+    if (*bench) return cmd_bench(model, shapes, precision, threads, runs, warmup, profile_path);
+    if (*profile) return cmd_profile(model, shapes, compare, threads, runs, warmup);
     if (*convert) return cmd_convert(in_path, out_path, fp16, keep_io, block_ops);
+    if (*segment) return cmd_segment(segment_args);
+    if (*dice) return cmd_dice(dice_args);
   } catch (const voxrt::Error& e) {
     std::cerr << "voxrt: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,303 @@
+#include "profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli_common.h"
+
+namespace voxrt::cli {
+
+namespace {
+
+std::string shapes_text(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (i) s += ',';
+    s += shape_str(shapes[i]);
+  }
+  return s;
+}
+
+double gflops(int64_t macs, double ms) { return ms > 0 ? 2.0 * static_cast<double>(macs) / (ms * 1e6) : 0; }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// One node's figures at one precision, medians over the profiled runs.
+struct NodeStat {
+  std::string op, shape, kernel;
+  int64_t macs = 0;
+  std::vector<double> ms;  // one per profiled run
+  double median_ms = 0;
+};
+
+struct PrecisionProfile {
+  std::string label;
+  std::vector<std::string> order;  // node keys in execution order
+  std::map<std::string, NodeStat> nodes;
+  std::vector<double> run_ms;
+  int64_t macs = 0;
+  double total_ms = 0;  // sum of the node medians
+};
+
+// Node names identify a node across precisions; unnamed or repeated ones get the op type and a
+// count so that the key stays unique within a run.
+std::vector<std::string> node_keys(const std::vector<NodeProfile>& run) {
+  std::vector<std::string> keys;
+  std::map<std::string, int> seen;
+  for (const NodeProfile& n : run) {
+    std::string k = n.node.empty() ? n.op_type : n.node;
+    int c = seen[k]++;
+    keys.push_back(c ? k + "#" + std::to_string(c) : k);
+  }
+  return keys;
+}
+
+PrecisionProfile profile_precision(const std::string& model, const std::vector<std::string>& shapes,
+                                   const std::string& precision, int threads, int runs, int warmup,
+                                   std::vector<std::pair<std::string, Shape>>& bound) {
+  SessionOptions opt;
+  opt.precision = parse_precision(precision);
+  opt.threads = threads;
+  opt.profiling = true;
+  Session s(model, opt);
+  bound = resolve_shapes(shapes, s);
+  std::vector<NamedTensor> in;
+  uint32_t seed = 1;
+  for (const auto& [name, shape] : bound) {
+    DType dt = DType::f32;
+    for (const IoInfo& io : s.inputs())
+      if (io.name == name) dt = io.dtype;
+    in.push_back({name, random_tensor(dt, shape, seed++)});
+  }
+  for (int i = 0; i < warmup; ++i) s.run(in);
+  PrecisionProfile p;
+  p.label = precision;
+  for (int r = 0; r < runs; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    s.run(in);
+    p.run_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    std::vector<NodeProfile> prof = s.last_profile();
+    std::vector<std::string> keys = node_keys(prof);
+    for (size_t i = 0; i < prof.size(); ++i) {
+      auto [it, fresh] = p.nodes.try_emplace(keys[i]);
+      NodeStat& st = it->second;
+      if (fresh) {
+        p.order.push_back(keys[i]);
+        st.op = prof[i].op_type;
+        st.shape = shapes_text(prof[i].output_shapes);
+        st.kernel = prof[i].kernel;
+        st.macs = prof[i].macs;
+      }
+      st.ms.push_back(prof[i].milliseconds);
+    }
+  }
+  for (auto& [key, st] : p.nodes) {
+    st.median_ms = median(st.ms);
+    p.total_ms += st.median_ms;
+    p.macs += st.macs;
+  }
+  return p;
+}
+
+// Rows in the first precision's order; nodes only another precision runs (the Casts an fp16
+// plan adds at the edges) go in after the node they follow there.
+std::vector<std::string> merged_order(const std::vector<PrecisionProfile>& ps) {
+  std::vector<std::string> rows = ps[0].order;
+  for (size_t k = 1; k < ps.size(); ++k) {
+    size_t at = 0;
+    for (const std::string& key : ps[k].order) {
+      auto it = std::find(rows.begin(), rows.end(), key);
+      if (it != rows.end()) {
+        at = static_cast<size_t>(it - rows.begin()) + 1;
+        continue;
+      }
+      rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(at), key);
+      ++at;
+    }
+  }
+  return rows;
+}
+
+const NodeStat* find_stat(const PrecisionProfile& p, const std::string& key) {
+  auto it = p.nodes.find(key);
+  return it == p.nodes.end() ? nullptr : &it->second;
+}
+
+std::string clip(const std::string& s, size_t width) {
+  return s.size() <= width ? s : "..." + s.substr(s.size() - (width - 3));
+}
+
+// ms, GFLOP/s and share of one row at one precision; dashes where that precision lacks the row.
+void print_cells(bool present, double ms, int64_t macs, double total_ms) {
+  if (!present) std::printf("  %9s %8s %6s", "-", "-", "-");
+  else if (macs) std::printf("  %9.3f %8.1f %5.1f%%", ms, gflops(macs, ms), 100 * ms / total_ms);
+  else std::printf("  %9.3f %8s %5.1f%%", ms, "-", 100 * ms / total_ms);
+}
+
+void print_speedup(bool present, double base_ms, double ms) {
+  if (present && ms > 0) std::printf("  %7.2fx", base_ms / ms);
+  else std::printf("  %8s", "-");
+}
+
+void print_node_table(const std::vector<PrecisionProfile>& ps) {
+  std::vector<std::string> rows = merged_order(ps);
+  size_t name_w = 4, op_w = 2, shape_w = 12;
+  for (const std::string& key : rows) {
+    name_w = std::max(name_w, std::min<size_t>(key.size(), 40));
+    for (const PrecisionProfile& p : ps)
+      if (const NodeStat* st = find_stat(p, key)) {
+        op_w = std::max(op_w, st->op.size());
+        shape_w = std::max(shape_w, std::min<size_t>(st->shape.size(), 28));
+      }
+  }
+  int nw = static_cast<int>(name_w), ow = static_cast<int>(op_w), sw = static_cast<int>(shape_w);
+  std::printf("%-*s  %-*s  %-*s", nw, "node", ow, "op", sw, "output shape");
+  for (const PrecisionProfile& p : ps)
+    std::printf("  %9s %8s %6s", (p.label + " ms").c_str(), "GFLOP/s", "share");
+  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
+  std::printf("  kernel\n");
+  for (const std::string& key : rows) {
+    const NodeStat* any = nullptr;
+    for (const PrecisionProfile& p : ps)
+      if (!any) any = find_stat(p, key);
+    std::printf("%-*s  %-*s  %-*s", nw, clip(key, name_w).c_str(), ow, any->op.c_str(), sw,
+                clip(any->shape, shape_w).c_str());
+    for (const PrecisionProfile& p : ps) {
+      const NodeStat* st = find_stat(p, key);
+      print_cells(st, st ? st->median_ms : 0, st ? st->macs : 0, p.total_ms);
+    }
+    for (size_t k = 1; k < ps.size(); ++k) {
+      const NodeStat *base = find_stat(ps[0], key), *st = find_stat(ps[k], key);
+      print_speedup(base && st, base ? base->median_ms : 0, st ? st->median_ms : 0);
+    }
+    // One kernel name where the precisions running the node agree, else each in turn.
+    std::vector<std::string> kernels;
+    for (const PrecisionProfile& p : ps)
+      if (const NodeStat* st = find_stat(p, key)) kernels.push_back(st->kernel);
+    std::string text = kernels[0];
+    if (std::count(kernels.begin(), kernels.end(), kernels[0]) != static_cast<std::ptrdiff_t>(kernels.size()))
+      for (size_t k = 1; k < kernels.size(); ++k) text += " | " + kernels[k];
+    std::printf("  %s\n", text.c_str());
+  }
+}
+
+struct OpSum {
+  int nodes = 0;
+  int64_t macs = 0;
+  double ms = 0;
+};
+
+void print_op_table(const std::vector<PrecisionProfile>& ps) {
+  std::map<std::string, std::vector<OpSum>> ops;
+  for (size_t k = 0; k < ps.size(); ++k)
+    for (const auto& [key, st] : ps[k].nodes) {
+      std::vector<OpSum>& v = ops[st.op];
+      v.resize(ps.size());
+      ++v[k].nodes;
+      v[k].macs += st.macs;
+      v[k].ms += st.median_ms;
+    }
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [op, v] : ops) order.emplace_back(-v[0].ms, op);
+  std::sort(order.begin(), order.end());
+  std::printf("\n%-24s %7s", "op type", "nodes");
+  for (const PrecisionProfile& p : ps) std::printf("  %9s %8s %6s", (p.label + " ms").c_str(), "GFLOP/s", "share");
+  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
+  std::printf("\n");
+  for (const auto& [neg, op] : order) {
+    const std::vector<OpSum>& v = ops[op];
+    std::string counts;
+    for (size_t k = 0; k < ps.size(); ++k) {
+      if (k) counts += '/';
+      counts += std::to_string(v[k].nodes);
+    }
+    std::printf("%-24s %7s", op.c_str(), counts.c_str());
+    for (size_t k = 0; k < ps.size(); ++k) print_cells(v[k].nodes > 0, v[k].ms, v[k].macs, ps[k].total_ms);
+    for (size_t k = 1; k < ps.size(); ++k) print_speedup(v[0].nodes > 0 && v[k].nodes > 0, v[0].ms, v[k].ms);
+    std::printf("\n");
+  }
+}
+
+void print_totals(const std::vector<PrecisionProfile>& ps) {
+  std::printf("\n%-34s", "total");
+  for (const PrecisionProfile& p : ps) std::printf("  %9s", p.label.c_str());
+  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
+  std::printf("\n%-34s", "sum of node medians, ms");
+  for (const PrecisionProfile& p : ps) std::printf("  %9.2f", p.total_ms);
+  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %7.2fx", ps[0].total_ms / ps[k].total_ms);
+  std::printf("\n%-34s", "run median (wall), ms");
+  for (const PrecisionProfile& p : ps) std::printf("  %9.2f", median(p.run_ms));
+  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %7.2fx", median(ps[0].run_ms) / median(ps[k].run_ms));
+  std::printf("\n%-34s", "GFLOP/s over the run median");
+  for (const PrecisionProfile& p : ps) std::printf("  %9.1f", gflops(p.macs, median(p.run_ms)));
+  std::printf("\n");
+}
+
+}  // namespace
+
+void write_chrome_trace(const std::string& path, const std::string& title, const std::vector<ProfiledRun>& runs) {
+  using nlohmann::json;
+  json events = json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", title}}}});
+  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "run"}}}});
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const ProfiledRun& run = runs[r];
+    double t0_us = run.offset_ms * 1e3;
+    events.push_back({{"name", "run " + std::to_string(r)},
+                      {"cat", "run"},
+                      {"ph", "X"},
+                      {"pid", 1},
+                      {"tid", 1},
+                      {"ts", t0_us},
+                      {"dur", run.milliseconds * 1e3}});
+    for (const NodeProfile& n : run.nodes) {
+      json shapes = json::array();
+      for (const Shape& s : n.output_shapes) shapes.push_back(shape_str(s));
+      json args = {{"kernel", n.kernel}, {"output_shapes", shapes}, {"MACs", n.macs}};
+      if (n.macs) args["GFLOP/s"] = gflops(n.macs, n.milliseconds);
+      events.push_back({{"name", n.node},
+                        {"cat", n.op_type},
+                        {"ph", "X"},
+                        {"pid", 1},
+                        {"tid", 1},
+                        {"ts", t0_us + n.start_ms * 1e3},
+                        {"dur", n.milliseconds * 1e3},
+                        {"args", args}});
+    }
+  }
+  json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  std::ofstream f(path);
+  if (!f) throw Error("--profile: cannot write '" + path + "'");
+  f << doc.dump() << "\n";
+  if (!f) throw Error("--profile: writing '" + path + "' failed");
+}
+
+int cmd_profile(const std::string& model, const std::vector<std::string>& shapes,
+                const std::vector<std::string>& precisions, int threads, int runs, int warmup) {
+  if (precisions.empty()) throw Error("profile: --compare needs at least one precision");
+  std::vector<PrecisionProfile> ps;
+  std::vector<std::pair<std::string, Shape>> bound;
+  for (const std::string& p : precisions)
+    ps.push_back(profile_precision(model, shapes, p, threads, runs, warmup, bound));
+  std::printf("model %s  threads %d  shape", model.c_str(), threads);
+  for (const auto& [name, shape] : bound) std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
+  std::printf("\nper node: median of %d profiled runs (after %d warm-up)", runs, warmup);
+  if (ps.size() > 1) std::printf("; %s/%s = %s ms over %s ms, above 1 where %s is faster",
+                                 ps[1].label.c_str(), ps[0].label.c_str(), ps[0].label.c_str(),
+                                 ps[1].label.c_str(), ps[1].label.c_str());
+  std::printf("\n\n");
+  print_node_table(ps);
+  print_op_table(ps);
+  print_totals(ps);
+  return 0;
+}
+
+}  // namespace voxrt::cli
