@@ -1,7 +1,169 @@
+// Conv, voxrt.FusedConv and ConvTranspose on the gemm kernels (backends/cpu/conv/). Declined, so
+// the reference runs them: dtypes other than f32 and f16 (or mixed), weights or bias that are not
+// constants, more than three spatial axes, and ConvTranspose with output_shape or SAME padding.
+#include "backends/cpu/conv/conv_gemm.h"
 #include "backends/cpu/cpu_op.h"
+#include "backends/ref/ops/fused.h"
 
 namespace voxrt::cpu {
 
-void register_conv_lowerings(CpuRegistry&) {}
+namespace {
+
+std::vector<int64_t> spatial(const Shape& s) {
+  return std::vector<int64_t>(s.begin() + 2, s.end());
+}
+
+// What every lowering here needs: the kernel row for the node's dtype, constant W and bias.
+struct Accepted {
+  const GemmKernel* kernel = nullptr;
+  const Tensor* w = nullptr;
+  const Tensor* bias = nullptr;
+  int64_t group = 1;
+};
+
+bool accept(const LowerContext& ctx, Accepted& a) {
+  const ir::Node& node = ctx.node;
+  DType t = ctx.input_dtype(0);
+  if ((t != DType::f32 && t != DType::f16) || !node.has_input(1) || ctx.input_dtype(1) != t ||
+      node.outputs.empty() || node.outputs[0] < 0 || ctx.output_dtype(0) != t)
+    return false;
+  a.w = ctx.constant_input(1);
+  if (!a.w || a.w->dtype() != t || a.w->rank() < 3 || a.w->rank() > 5) return false;
+  for (int64_t d = 0; d < a.w->rank(); ++d)
+    if (a.w->dim(d) < 1) return false;
+  if (node.has_input(2)) {
+    a.bias = ctx.constant_input(2);
+    if (!a.bias || a.bias->dtype() != t || a.bias->rank() != 1) return false;
+  }
+  a.group = node.attrs.get_int("group", 1);
+  if (a.group < 1) return false;
+  a.kernel = find_gemm_kernel(ctx.isa, t);
+  return a.kernel != nullptr;
+}
+
+class GemmConvOp : public CpuOp {
+ public:
+  GemmConvOp(std::unique_ptr<Op> ref, ref::WindowAttrs attrs, std::vector<int64_t> kernel,
+             bool residual, std::unique_ptr<ConvGemm> conv)
+      : CpuOp(std::move(ref)),
+        attrs_(std::move(attrs)),
+        kernel_(std::move(kernel)),
+        residual_(residual),
+        conv_(std::move(conv)) {}
+
+  void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
+           std::vector<Tensor>& out) const override {
+    const Tensor& x = *in[0];
+    if (x.rank() != static_cast<int64_t>(kernel_.size()) + 2)
+      fail("input X has shape " + shape_str(x.shape()) + ", expected rank " +
+           std::to_string(kernel_.size() + 2));
+    ref::Geometry g = ref::resolve_window(where, attrs_, spatial(x.shape()), kernel_);
+    conv_->run(ctx.pool, conv_window(g), x, residual_ ? in[3] : nullptr, out[0]);
+  }
+  std::string kernel_name() const override { return conv_->kernel().name; }
+
+ private:
+  ref::WindowAttrs attrs_;
+  std::vector<int64_t> kernel_;
+  bool residual_;
+  std::unique_ptr<ConvGemm> conv_;
+};
+
+std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref, bool fused) {
+  Accepted a;
+  if (!accept(ctx, a)) return nullptr;
+  const ir::Node& node = ctx.node;
+  int64_t m = a.w->dim(0);
+  if (m % a.group != 0 || (a.bias && a.bias->dim(0) != m)) return nullptr;
+  bool residual = fused && node.has_input(3);
+  if (residual && ctx.input_dtype(3) != a.w->dtype()) return nullptr;
+  ConvEpilogue e;
+  if (fused) {
+    FusedEpilogue f = FusedEpilogue::from_attrs(node.attrs);
+    e.alpha = f.alpha;
+    e.act = f.kind == FusedEpilogue::Kind::relu         ? Activation::relu
+            : f.kind == FusedEpilogue::Kind::leaky_relu ? Activation::leaky_relu
+                                                        : Activation::none;
+  }
+  OpContext oc{node, ctx.graph, node.opset, ref->where};
+  ref::WindowAttrs attrs = ref::parse_window(oc);
+  auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e);
+  return std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
+                                      residual, std::move(conv));
+}
+
+class GemmConvTransposeOp : public CpuOp {
+ public:
+  GemmConvTransposeOp(std::unique_ptr<Op> ref, ConvWindow attrs,
+                      std::unique_ptr<ConvTransposeGemm> conv)
+      : CpuOp(std::move(ref)), attrs_(attrs), conv_(std::move(conv)) {}
+
+  void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
+           std::vector<Tensor>& out) const override {
+    const Tensor& x = *in[0];
+    Tensor& y = out[0];
+    size_t rank = static_cast<size_t>(x.rank()) - 2;
+    if (x.rank() != y.rank() || rank < 1 || rank > 3)
+      fail("input X has shape " + shape_str(x.shape()) + ", expected rank " +
+           std::to_string(y.rank()));
+    ConvWindow w = attrs_;
+    for (size_t d = 0; d < 3; ++d) {
+      bool lead = d + rank < 3;
+      w.in[d] = lead ? 1 : x.dim(static_cast<int64_t>(d + rank - 1));
+      w.out[d] = lead ? 1 : y.dim(static_cast<int64_t>(d + rank - 1));
+    }
+    conv_->run(ctx.pool, w, x, y);
+  }
+  std::string kernel_name() const override { return conv_->kernel().name; }
+
+ private:
+  ConvWindow attrs_;  // kernel, stride, dilation, pad; in and out set per run
+  std::unique_ptr<ConvTransposeGemm> conv_;
+};
+
+// The output size comes from the reference's inference; what the scatter needs besides is the
+// start padding, which with explicit pads (or VALID) is pads[d]. output_shape and SAME_* derive it
+// from the output size and are left to the reference.
+std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_ptr<Op>& ref) {
+  Accepted a;
+  if (!accept(ctx, a)) return nullptr;
+  const ir::Node& node = ctx.node;
+  if (a.w->dim(0) % a.group != 0 || (a.bias && a.bias->dim(0) != a.w->dim(1) * a.group))
+    return nullptr;
+  std::string auto_pad = node.attrs.get_string("auto_pad", "NOTSET");
+  if ((auto_pad != "NOTSET" && auto_pad != "VALID") || node.attrs.has("output_shape"))
+    return nullptr;
+  size_t rank = static_cast<size_t>(a.w->rank()) - 2;
+  std::vector<int64_t> kernel = spatial(a.w->shape());
+  std::vector<int64_t> strides = node.attrs.get_ints("strides", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> dilations = node.attrs.get_ints("dilations", std::vector<int64_t>(rank, 1));
+  std::vector<int64_t> pads = node.attrs.get_ints("pads", std::vector<int64_t>(2 * rank, 0));
+  if (auto_pad == "VALID") pads.assign(2 * rank, 0);
+  if (strides.size() != rank || dilations.size() != rank || pads.size() != 2 * rank) return nullptr;
+  ConvWindow w{};
+  for (size_t d = 0; d < 3; ++d) {
+    bool lead = d + rank < 3;
+    size_t s = d + rank - 3;
+    w.kernel[d] = lead ? 1 : kernel[s];
+    w.stride[d] = lead ? 1 : strides[s];
+    w.dilation[d] = lead ? 1 : dilations[s];
+    w.pad[d] = lead ? 0 : pads[s];
+    if (w.stride[d] < 1 || w.dilation[d] < 1 || w.pad[d] < 0) return nullptr;
+  }
+  auto conv = std::make_unique<ConvTransposeGemm>(*a.kernel, *a.w, a.bias, a.group);
+  return std::make_unique<GemmConvTransposeOp>(std::move(ref), w, std::move(conv));
+}
+
+}  // namespace
+
+void register_conv_lowerings(CpuRegistry& r) {
+  r.add("Conv",
+        [](const LowerContext& c, std::unique_ptr<Op>& ref) { return lower_conv(c, ref, false); });
+  r.add(std::string(kInternalDomain) + ".FusedConv",
+        [](const LowerContext& c, std::unique_ptr<Op>& ref) { return lower_conv(c, ref, true); });
+  r.add("ConvTranspose", [](const LowerContext& c, std::unique_ptr<Op>& ref) {
+    return lower_conv_transpose(c, ref);
+  });
+}
 
 }  // namespace voxrt::cpu

@@ -1,7 +1,169 @@
+// BatchNormalization (inference), InstanceNormalization and GroupNormalization on f32 and f16,
+// and their voxrt.Fused*Norm forms with Relu / LeakyRelu applied as the output is written.
+// Statistics: one pass of fp32-lane sums about a sampled shift, carried into double; then one
+// pass of y = act((x - mean) * scale / std + bias).
+#include <algorithm>
+#include <cmath>
+
 #include "backends/cpu/cpu_op.h"
+#include "backends/cpu/driver_util.h"
+#include "backends/cpu/kernels/eltwise/eltwise.h"
+#include "backends/cpu/kernels/reduce/reduce.h"
+#include "backends/ref/ops/fused.h"
+#include "backends/ref/tensor_math.h"
 
 namespace voxrt::cpu {
+namespace {
 
-void register_norm_lowerings(CpuRegistry&) {}
+enum class NormKind { batch, instance, group };
+
+constexpr int64_t kWaveBytes = int64_t{4} << 20;
+
+struct NormConfig {
+  NormKind kind;
+  double epsilon = 1e-5;
+  int64_t groups = 1;
+  bool per_group_affine = false;  // GroupNormalization before opset 21
+  ActParams act;
+};
+
+// The mean of up to 64 evenly spaced samples: a shift close to the mean for the moments.
+float sampled_mean(const char* x, DType t, int64_t n) {
+  int64_t samples = n < 64 ? n : 64;
+  double s = 0;
+  for (int64_t i = 0; i < samples; ++i) {
+    float v = load_float(x, t, i * n / samples);
+    if (std::isfinite(v)) s += v;
+  }
+  return samples > 0 ? static_cast<float>(s / static_cast<double>(samples)) : 0.0f;
+}
+
+class NormCpuOp : public CpuOp {
+ public:
+  NormCpuOp(std::unique_ptr<Op> ref, NormConfig c, const EltwiseKernels* e, const ReduceKernels* r)
+      : CpuOp(std::move(ref)), c_(c), elt_(e), red_(r) {}
+
+  void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
+           std::vector<Tensor>& out) const override {
+    const Tensor& x = *in[0];
+    Tensor& y = out[0];
+    if (x.numel() == 0) return;
+    int64_t n = x.dim(0), c = x.dim(1), s = x.numel() / (n * c);
+    std::vector<double> scale = ref::to_f64(*in[1]), bias = ref::to_f64(*in[2]);
+    std::vector<float> shift(static_cast<size_t>(c)), mul(static_cast<size_t>(c)),
+        add(static_cast<size_t>(c));
+    size_t es = dtype_size(x.dtype());
+    const char* xp = static_cast<const char*>(x.raw());
+    char* yp = static_cast<char*>(y.raw());
+    if (c_.kind == NormKind::batch) {
+      std::vector<double> mean = ref::to_f64(*in[3]), var = ref::to_f64(*in[4]);
+      for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
+        shift[k] = static_cast<float>(mean[k]);
+        mul[k] = static_cast<float>(scale[k] / std::sqrt(var[k] + c_.epsilon));
+        add[k] = static_cast<float>(bias[k]);
+      }
+      parallel_rows(ctx, n * c, s, kChunkElems, [&](int64_t r, int64_t b, int64_t e) {
+        size_t k = static_cast<size_t>(r % c);
+        int64_t at = (r * s + b) * static_cast<int64_t>(es);
+        elt_->affine(xp + at, yp + at, e - b, shift[k], mul[k], add[k], c_.act);
+      });
+      return;
+    }
+    int64_t groups = c_.kind == NormKind::instance ? c : c_.groups;
+    int64_t cg = c / groups, len = cg * s, blocks = n * groups;
+    int64_t per_block = (len + kChunkElems - 1) / kChunkElems;
+    // Blocks go in waves of a few MiB: statistics, then the normalized output, so the second
+    // read of a wave comes from cache rather than memory.
+    int64_t wave = std::max<int64_t>(1, kWaveBytes / (len * static_cast<int64_t>(es)));
+    std::vector<double> s1(static_cast<size_t>(wave * per_block)), s2(s1.size());
+    std::vector<float> shift_of(static_cast<size_t>(wave));
+    std::vector<double> mean(static_cast<size_t>(wave)), rstd(mean.size());
+    for (int64_t b0 = 0; b0 < blocks; b0 += wave) {
+      int64_t nb = std::min(wave, blocks - b0);
+      for (int64_t b = 0; b < nb; ++b)
+        shift_of[static_cast<size_t>(b)] =
+            sampled_mean(xp + (b0 + b) * len * static_cast<int64_t>(es), x.dtype(), len);
+      parallel_rows(ctx, nb, len, kChunkElems, [&](int64_t b, int64_t i0, int64_t i1) {
+        size_t slot = static_cast<size_t>(b * per_block + i0 / kChunkElems);
+        red_->moments(xp + ((b0 + b) * len + i0) * static_cast<int64_t>(es), i1 - i0,
+                      shift_of[static_cast<size_t>(b)], &s1[slot], &s2[slot]);
+      });
+      for (size_t b = 0; b < static_cast<size_t>(nb); ++b) {
+        double t1 = 0, t2 = 0;
+        for (size_t j = 0; j < static_cast<size_t>(per_block); ++j) {
+          t1 += s1[b * static_cast<size_t>(per_block) + j];
+          t2 += s2[b * static_cast<size_t>(per_block) + j];
+        }
+        double m = t1 / static_cast<double>(len);
+        double var = std::max(0.0, t2 / static_cast<double>(len) - m * m);
+        mean[b] = shift_of[b] + m;
+        rstd[b] = 1.0 / std::sqrt(var + c_.epsilon);
+      }
+      parallel_rows(ctx, nb * cg, s, kChunkElems, [&](int64_t rr, int64_t i0, int64_t i1) {
+        int64_t r = b0 * cg + rr;  // row n * c + channel
+        int64_t ch = r % c, g = ch / cg;
+        size_t b = static_cast<size_t>(rr / cg);
+        size_t p = static_cast<size_t>(c_.per_group_affine ? g : ch);
+        // The mean as float plus what float lost of it, so |x| >> std keeps its precision.
+        double a = scale[p] * rstd[b];
+        float mean_hi = static_cast<float>(mean[b]);
+        float add_b = static_cast<float>(bias[p] - (mean[b] - static_cast<double>(mean_hi)) * a);
+        int64_t at = (r * s + i0) * static_cast<int64_t>(es);
+        elt_->affine(xp + at, yp + at, i1 - i0, mean_hi, static_cast<float>(a), add_b, c_.act);
+      });
+    }
+  }
+
+  std::string kernel_name() const override {
+    const char* norm = c_.kind == NormKind::batch ? "batchnorm"
+                       : c_.kind == NormKind::instance ? "instnorm" : "groupnorm";
+    std::string op = norm;
+    if (c_.act.act != Act::none) op += std::string("_") + act_name(c_.act.act);
+    return kernel_label(elt_->name, op);
+  }
+
+ private:
+  NormConfig c_;
+  const EltwiseKernels* elt_;
+  const ReduceKernels* red_;
+};
+
+Lowering norm(NormKind kind, bool fused) {
+  return [kind, fused](const LowerContext& ctx, std::unique_ptr<Op>& ref) -> std::unique_ptr<Op> {
+    const ir::Node& n = ctx.node;
+    if (!n.has_input(0) || !is_f32_or_f16(ctx.input_dtype(0))) return nullptr;
+    for (size_t o = 1; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0) return nullptr;
+    NormConfig c;
+    c.kind = kind;
+    c.epsilon = n.attrs.get_float("epsilon", 1e-5f);
+    if (kind == NormKind::batch && n.opset < 9 && n.attrs.get_int("spatial", 1) == 0) return nullptr;
+    if (kind == NormKind::group) {
+      c.groups = n.attrs.get_int("num_groups", 1);
+      c.per_group_affine = n.opset < 21;
+    }
+    if (fused) {
+      FusedEpilogue e = FusedEpilogue::from_attrs(n.attrs);
+      if (e.kind == FusedEpilogue::Kind::relu) c.act.act = Act::relu;
+      if (e.kind == FusedEpilogue::Kind::leaky_relu) c.act.act = Act::leaky_relu;
+      c.act.alpha = e.alpha;
+    }
+    DType t = ctx.input_dtype(0);
+    return std::make_unique<NormCpuOp>(std::move(ref), c, eltwise_kernels(t, ctx.isa),
+                                       reduce_kernels(t, ctx.isa));
+  };
+}
+
+}  // namespace
+
+void register_norm_lowerings(CpuRegistry& r) {
+  r.add("BatchNormalization", norm(NormKind::batch, false));
+  r.add("InstanceNormalization", norm(NormKind::instance, false));
+  r.add("GroupNormalization", norm(NormKind::group, false));
+  std::string v = std::string(kInternalDomain) + ".";
+  r.add(v + "FusedBatchNorm", norm(NormKind::batch, true));
+  r.add(v + "FusedInstanceNorm", norm(NormKind::instance, true));
+  r.add(v + "FusedGroupNorm", norm(NormKind::group, true));
+}
 
 }  // namespace voxrt::cpu

@@ -1,7 +1,319 @@
+// Resize (opset 10+) and Upsample on f32 and f16: nearest (every nearest_mode) and linear, with
+// half_pixel, pytorch_half_pixel, align_corners or asymmetric coordinates, over 1 to 3 spatial
+// axes (N and C at scale 1). Cubic, antialias, exclude_outside, axes, aspect-ratio policies and
+// tf_* coordinates are declined at load; shapes outside the fast path run the reference.
+#include <cmath>
+#include <cstring>
+#include <optional>
+
 #include "backends/cpu/cpu_op.h"
+#include "backends/cpu/driver_util.h"
+#include "backends/cpu/kernels/resize/resize.h"
+#include "backends/ref/tensor_math.h"
 
 namespace voxrt::cpu {
+namespace {
 
-void register_resize_lowerings(CpuRegistry&) {}
+enum class Coord { half_pixel, pytorch_half_pixel, align_corners, asymmetric };
+// `legacy`: Upsample's and Resize-10's rule, floor when upsampling and ceil when downsampling.
+enum class Nearest { round_prefer_floor, round_prefer_ceil, floor, ceil, legacy };
+
+struct ResizeConfig {
+  bool linear = false;
+  Coord coord = Coord::half_pixel;
+  Nearest nearest = Nearest::round_prefer_floor;
+  std::optional<std::vector<float>> scales_attr;
+  int scales_input = -1, sizes_input = -1;
+};
+
+// One output index along an axis: up to two input indices and weights (w1 = 0 when one).
+struct AxisTable {
+  std::vector<int32_t> i0, i1;
+  std::vector<float> w0, w1;
+};
+
+class ResizeCpuOp : public CpuOp {
+ public:
+  ResizeCpuOp(std::unique_ptr<Op> ref, ResizeConfig c, const ResizeKernels* k)
+      : CpuOp(std::move(ref)), c_(std::move(c)), k_(k) {}
+
+  void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
+           std::vector<Tensor>& out) const override {
+    const Tensor& x = *in[0];
+    Tensor& y = out[0];
+    size_t rank = static_cast<size_t>(x.rank());
+    std::vector<double> scale, length;
+    if (rank < 3 || rank > 5 || !geometry(in, y.shape(), scale, length)) return ref_->compute(in, out);
+    if (y.numel() == 0) return;
+    for (size_t d = 0; d < 2; ++d)
+      if (scale[d] != 1.0 || y.dim(static_cast<int64_t>(d)) != x.dim(static_cast<int64_t>(d)))
+        return ref_->compute(in, out);
+    // Spatial axes padded in front to three: (D, H, W).
+    int64_t in3[3] = {1, 1, 1}, out3[3] = {1, 1, 1};
+    AxisTable t[3];
+    for (size_t a = 0; a < 3; ++a) {
+      size_t pad = 5 - rank;
+      if (a < pad) {
+        t[a] = table(1, 1, 1.0, 1.0);
+        continue;
+      }
+      size_t d = a - pad + 2;
+      in3[a] = x.dim(static_cast<int64_t>(d));
+      out3[a] = y.dim(static_cast<int64_t>(d));
+      if (in3[a] >= (int64_t{1} << 31)) return ref_->compute(in, out);
+      t[a] = table(in3[a], out3[a], scale[d], length[d]);
+    }
+    int64_t planes = x.dim(0) * x.dim(1);
+    int64_t rows = planes * out3[0] * out3[1];
+    if (c_.linear)
+      run_linear(ctx, x, y, t, in3, out3, rows);
+    else
+      run_nearest(ctx, x, y, t, in3, out3, rows);
+  }
+
+  std::string kernel_name() const override {
+    return c_.linear ? kernel_label(k_->name, "linear") : "resize_nearest";
+  }
+
+ private:
+  // Per-axis scale and unrounded output length, as the reference computes them; false when the
+  // inputs do not give them (the reference then reports the error).
+  bool geometry(const std::vector<const Tensor*>& in, const Shape& y, std::vector<double>& scale,
+                std::vector<double>& length) const {
+    auto input = [&](int i) -> const Tensor* {
+      return i >= 0 && static_cast<size_t>(i) < in.size() ? in[static_cast<size_t>(i)] : nullptr;
+    };
+    const Shape& x = in[0]->shape();
+    std::vector<double> s;
+    if (c_.scales_attr)
+      s.assign(c_.scales_attr->begin(), c_.scales_attr->end());
+    else if (const Tensor* st = input(c_.scales_input); st && st->numel() > 0)
+      s = ref::to_f64(*st);
+    scale.assign(x.size(), 1.0);
+    length.assign(x.size(), 0.0);
+    if (!s.empty()) {
+      if (s.size() != x.size()) return false;
+      for (size_t d = 0; d < x.size(); ++d) {
+        scale[d] = s[d];
+        length[d] = static_cast<double>(x[d]) * s[d];
+      }
+      return true;
+    }
+    const Tensor* sizes = input(c_.sizes_input);
+    if (!sizes || sizes->numel() != static_cast<int64_t>(x.size())) return false;
+    for (size_t d = 0; d < x.size(); ++d) {
+      length[d] = static_cast<double>(y[d]);
+      scale[d] = x[d] == 0 ? 1.0 : static_cast<double>(y[d]) / static_cast<double>(x[d]);
+    }
+    return true;
+  }
+
+  double coordinate(double i, double s, double len, double in) const {
+    switch (c_.coord) {
+      case Coord::half_pixel: return (i + 0.5) / s - 0.5;
+      case Coord::pytorch_half_pixel: return len > 1 ? (i + 0.5) / s - 0.5 : 0.0;
+      case Coord::align_corners: return len == 1 ? 0.0 : i * (in - 1) / (len - 1);
+      case Coord::asymmetric: return i / s;
+    }
+    return 0;
+  }
+
+  int64_t nearest_index(double v, double s) const {
+    double f = std::floor(v);
+    switch (c_.nearest) {
+      case Nearest::round_prefer_floor: return static_cast<int64_t>(v - f <= 0.5 ? f : f + 1);
+      case Nearest::round_prefer_ceil: return static_cast<int64_t>(v - f < 0.5 ? f : f + 1);
+      case Nearest::floor: return static_cast<int64_t>(f);
+      case Nearest::ceil: return static_cast<int64_t>(std::ceil(v));
+      case Nearest::legacy: return static_cast<int64_t>(s < 1 ? std::ceil(v) : f);
+    }
+    return 0;
+  }
+
+  AxisTable table(int64_t in, int64_t out, double s, double len) const {
+    AxisTable t;
+    auto clamp = [in](int64_t i) { return static_cast<int32_t>(std::clamp<int64_t>(i, 0, in - 1)); };
+    for (int64_t o = 0; o < out; ++o) {
+      double v = std::clamp(coordinate(static_cast<double>(o), s, len, static_cast<double>(in)), -1e15, 1e15);
+      if (!c_.linear) {
+        t.i0.push_back(clamp(nearest_index(v, s)));
+        continue;
+      }
+      double base = std::ceil(v) - 1, ratio = v - base;
+      int64_t b = static_cast<int64_t>(base);
+      // Zero-weight taps are dropped, as the reference does.
+      if (ratio == 1.0) {
+        t.i0.push_back(clamp(b + 1));
+        t.w0.push_back(1.0f);
+        t.i1.push_back(clamp(b + 1));
+        t.w1.push_back(0.0f);
+      } else {
+        t.i0.push_back(clamp(b));
+        t.w0.push_back(static_cast<float>(1 - ratio));
+        t.i1.push_back(clamp(b + 1));
+        t.w1.push_back(static_cast<float>(ratio));
+      }
+    }
+    return t;
+  }
+
+  // The half-pixel 2x pattern: out 2i reads (i - 1, 1/4), (i, 3/4); out 2i + 1 reads (i, 3/4),
+  // (i + 1, 1/4), indices clamped.
+  static bool is_x2(const AxisTable& t, int64_t in) {
+    if (static_cast<int64_t>(t.i0.size()) != 2 * in) return false;
+    for (int64_t i = 0; i < in; ++i) {
+      size_t e = static_cast<size_t>(2 * i), o = e + 1;
+      if (t.i0[e] != std::max<int64_t>(i - 1, 0) || t.i1[e] != i || t.w0[e] != 0.25f ||
+          t.w1[e] != 0.75f || t.i0[o] != i || t.i1[o] != std::min(i + 1, in - 1) ||
+          t.w0[o] != 0.75f || t.w1[o] != 0.25f)
+        return false;
+    }
+    return true;
+  }
+
+  void run_linear(const RunContext& ctx, const Tensor& x, Tensor& y, const AxisTable* t,
+                  const int64_t* in3, const int64_t* out3, int64_t rows) const {
+    size_t es = dtype_size(x.dtype());
+    bool x2 = is_x2(t[2], in3[2]);
+    int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
+    const char* xp = static_cast<const char*>(x.raw());
+    char* yp = static_cast<char*>(y.raw());
+    // One task per (plane, output D index): its output rows along H in order. Each output row
+    // blends up to 2 x 2 input rows (D taps x H taps) with weights w_d * w_h into an fp32 row,
+    // which is interpolated along W one row later: reading the row right after its vector
+    // stores, at a one-element offset, would stall on store forwarding.
+    parallel_for(ctx, rows / out3[1], 1, [&](int64_t u0, int64_t u1) {
+      size_t padded = static_cast<size_t>(in3[2] + 2);
+      std::vector<float> tmp(2 * padded);
+      int64_t row_bytes = in3[2] * static_cast<int64_t>(es);
+      for (int64_t u = u0; u < u1; ++u) {
+        size_t od = static_cast<size_t>(u % out3[0]);
+        int64_t plane = u / out3[0];
+        const char* dsrc[2];
+        float dw[2];
+        int nd = 0;
+        for (int a = 0; a < 2; ++a) {
+          float w = a ? t[0].w1[od] : t[0].w0[od];
+          if (w == 0) continue;
+          int64_t id = a ? t[0].i1[od] : t[0].i0[od];
+          dsrc[nd] = xp + (plane * in_plane + id * in3[1] * in3[2]) * static_cast<int64_t>(es);
+          dw[nd++] = w;
+        }
+        auto blend = [&](size_t oh, float* row) {
+          const void* src[4];
+          float w[4];
+          int n = 0;
+          float wh0 = t[1].w0[oh], wh1 = t[1].w1[oh];
+          int64_t h0 = t[1].i0[oh] * row_bytes, h1 = t[1].i1[oh] * row_bytes;
+          for (int a = 0; a < nd; ++a) {
+            src[n] = dsrc[a] + h0;
+            w[n++] = dw[a] * wh0;
+            if (wh1 != 0) {
+              src[n] = dsrc[a] + h1;
+              w[n++] = dw[a] * wh1;
+            }
+          }
+          k_->blend_rows(src, w, n, row, in3[2]);
+          row[-1] = row[0];
+          row[in3[2]] = row[in3[2] - 1];
+        };
+        char* dst = yp + (plane * out_plane + static_cast<int64_t>(od) * out3[1] * out3[2]) *
+                             static_cast<int64_t>(es);
+        size_t out_h = static_cast<size_t>(out3[1]);
+        blend(0, tmp.data() + 1);
+        for (size_t oh = 0; oh < out_h; ++oh) {
+          if (oh + 1 < out_h) blend(oh + 1, tmp.data() + ((oh + 1) & 1) * padded + 1);
+          const float* row = tmp.data() + (oh & 1) * padded + 1;
+          if (x2)
+            k_->lerp_x2(row, dst, in3[2]);
+          else
+            k_->lerp(row, t[2].i0.data(), t[2].i1.data(), t[2].w0.data(), t[2].w1.data(), dst,
+                     out3[2]);
+          dst += out3[2] * static_cast<int64_t>(es);
+        }
+      }
+    });
+  }
+
+  template <class E>
+  static void gather_row(const E* src, const int32_t* idx, E* dst, int64_t n, bool dup2) {
+    if (dup2) {
+      for (int64_t i = 0; i < n / 2; ++i) dst[2 * i] = dst[2 * i + 1] = src[i];
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[idx[i]];
+  }
+
+  void run_nearest(const RunContext& ctx, const Tensor& x, Tensor& y, const AxisTable* t,
+                   const int64_t* in3, const int64_t* out3, int64_t rows) const {
+    size_t es = dtype_size(x.dtype());
+    bool dup2 = out3[2] == 2 * in3[2];
+    for (int64_t i = 0; dup2 && i < out3[2]; ++i) dup2 = t[2].i0[static_cast<size_t>(i)] == i / 2;
+    int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
+    parallel_for(ctx, rows, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t oh = r % out3[1], od = (r / out3[1]) % out3[0], plane = r / (out3[1] * out3[0]);
+        int64_t id = t[0].i0[static_cast<size_t>(od)], ih = t[1].i0[static_cast<size_t>(oh)];
+        int64_t src = plane * in_plane + (id * in3[1] + ih) * in3[2];
+        int64_t dst = plane * out_plane + (od * out3[1] + oh) * out3[2];
+        if (es == 2)
+          gather_row(x.data<uint16_t>() + src, t[2].i0.data(), y.data<uint16_t>() + dst, out3[2], dup2);
+        else
+          gather_row(x.data<uint32_t>() + src, t[2].i0.data(), y.data<uint32_t>() + dst, out3[2], dup2);
+      }
+    });
+  }
+
+  ResizeConfig c_;
+  const ResizeKernels* k_;
+};
+
+std::unique_ptr<Op> lower_resize(const LowerContext& ctx, std::unique_ptr<Op>& ref) {
+  const ir::Node& n = ctx.node;
+  const ir::Attributes& a = n.attrs;
+  if (!n.has_input(0) || !is_f32_or_f16(ctx.input_dtype(0))) return nullptr;
+  ResizeConfig c;
+  std::string mode = a.get_string("mode", "nearest");
+  bool upsample = n.op_type == "Upsample";
+  if (mode == "linear" || (upsample && mode == "bilinear"))
+    c.linear = true;
+  else if (mode != "nearest")
+    return nullptr;
+  if (upsample || n.opset < 11) {
+    c.coord = Coord::asymmetric;
+    c.nearest = Nearest::legacy;
+    if (upsample && n.opset < 9)
+      c.scales_attr = a.get_floats("scales");
+    else
+      c.scales_input = 1;
+  } else {
+    c.scales_input = 2;
+    c.sizes_input = 3;
+    std::string coord = a.get_string("coordinate_transformation_mode", "half_pixel");
+    if (coord == "half_pixel") c.coord = Coord::half_pixel;
+    else if (coord == "pytorch_half_pixel") c.coord = Coord::pytorch_half_pixel;
+    else if (coord == "align_corners") c.coord = Coord::align_corners;
+    else if (coord == "asymmetric") c.coord = Coord::asymmetric;
+    else return nullptr;
+    std::string nearest = a.get_string("nearest_mode", "round_prefer_floor");
+    if (nearest == "round_prefer_floor") c.nearest = Nearest::round_prefer_floor;
+    else if (nearest == "round_prefer_ceil") c.nearest = Nearest::round_prefer_ceil;
+    else if (nearest == "floor") c.nearest = Nearest::floor;
+    else if (nearest == "ceil") c.nearest = Nearest::ceil;
+    else return nullptr;
+    if (a.get_int("exclude_outside", 0) != 0 || a.get_int("antialias", 0) != 0 || a.has("axes") ||
+        a.get_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+      return nullptr;
+  }
+  return std::make_unique<ResizeCpuOp>(std::move(ref), std::move(c),
+                                       resize_kernels(ctx.input_dtype(0), ctx.isa));
+}
+
+}  // namespace
+
+void register_resize_lowerings(CpuRegistry& r) {
+  r.add("Resize", lower_resize);
+  r.add("Upsample", lower_resize);
+}
 
 }  // namespace voxrt::cpu

@@ -1,0 +1,283 @@
+// Conv without forming col: the input of a slab of output planes is copied once into a
+// zero-padded buffer (converted to the kernel's panel type), and step k = (channel, kz, ky, kx)
+// of the gemm reads NR consecutive buffer elements at a fixed offset from the strip's start.
+// Height and width strides are undone by storing each padded plane as sy * sx phase planes
+// (rows r, r + sy, ...; columns c, c + sx, ...), so consecutive outputs read consecutive
+// elements and output rows follow each other at a fixed pitch, as with unit strides. Strips run
+// along an output plane one row at a time or, when rows are short against NR, straight across
+// rows (the columns between rows computed and dropped).
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/conv/conv_gemm.h"
+
+namespace voxrt::cpu {
+
+namespace {
+
+// Padded input planes of all channels of a slab should stay within this many bytes.
+constexpr int64_t kSlabBudget = 8 << 20;
+// Below this share of useful lanes the packed path (conv_gemm.cpp) is used instead.
+constexpr double kMinLaneUse = 0.5;
+// Width strides above this take the packed path.
+constexpr int64_t kMaxPhases = 8;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Lanes [lane, lane + len) of a strip are output positions [out, out + len) of its plane.
+struct Segment {
+  int64_t lane, len, out;
+};
+
+// NR lanes starting at padded-plane offset q; segments [first, first + count) say where they go.
+struct Strip {
+  int64_t q;
+  size_t first, count;
+};
+
+// Output rows start `pitch` elements apart. Row-aligned strips waste the tail of each row's
+// last strip; strips across rows waste the columns between rows and store through a scratch
+// tile. Picks the cheaper, and returns the share of computed lanes that are outputs.
+double plane_strips(const ConvWindow& w, int64_t pitch, int64_t nr, std::vector<Strip>& strips,
+                    std::vector<Segment>& segs) {
+  const int64_t oh = w.out[1], ow = w.out[2];
+  strips.clear();
+  segs.clear();
+  double by_rows = static_cast<double>(ow) / static_cast<double>(ceil_div(ow, nr) * nr);
+  double across = static_cast<double>(oh * ow) / static_cast<double>(ceil_div(oh * pitch, nr) * nr);
+  if (by_rows >= 0.97 * across) {
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t x0 = 0; x0 < ow; x0 += nr) {
+        strips.push_back({oy * pitch + x0, segs.size(), 1});
+        segs.push_back({0, std::min(nr, ow - x0), oy * ow + x0});
+      }
+    return by_rows;
+  }
+  for (int64_t q0 = 0; q0 < oh * pitch; q0 += nr) {
+    Strip s{q0, segs.size(), 0};
+    for (int64_t oy = q0 / pitch; oy < oh && oy * pitch < q0 + nr; ++oy) {
+      int64_t begin = std::max(q0, oy * pitch), end = std::min(q0 + nr, oy * pitch + ow);
+      if (end <= begin) continue;
+      segs.push_back({begin - q0, end - begin, oy * ow + begin - oy * pitch});
+      ++s.count;
+    }
+    if (s.count > 0) strips.push_back(s);
+  }
+  return across;
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+template <class T>
+void deinterleave_typed(const T* src, int64_t n, T* first, T* second) {
+  for (int64_t j = 0; j < n; ++j) {
+    first[j] = src[2 * j];
+    second[j] = src[2 * j + 1];
+  }
+}
+
+// first[j] = src[2j], second[j] = src[2j + 1], j < n.
+void deinterleave(const uint8_t* src, int64_t n, size_t es, uint8_t* first, uint8_t* second) {
+  if (es == 4)
+    deinterleave_typed(reinterpret_cast<const uint32_t*>(src), n,
+                       reinterpret_cast<uint32_t*>(first), reinterpret_cast<uint32_t*>(second));
+  else
+    deinterleave_typed(reinterpret_cast<const uint16_t*>(src), n,
+                       reinterpret_cast<uint16_t*>(first), reinterpret_cast<uint16_t*>(second));
+}
+
+void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* dst) {
+  if (es == 4) {
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * 4, src + j * stride * 4, 4);
+  } else {
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * 2, src + j * stride * 2, 2);
+  }
+}
+
+}  // namespace
+
+bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                          const Tensor* residual, Tensor& y) const {
+  const int64_t n_batch = x.dim(0), c_in = x.dim(1);
+  const int64_t mg = m_ / group_, steps = cg_ * kvol_;
+  const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr);
+  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
+               bb = panel_type_bytes(g_.b_panel);
+  const int64_t s_in = win.in_size(), s_out = win.out_size(), out_plane = win.out[1] * win.out[2];
+
+  // Padded extents: every tap of every output position lands inside.
+  int64_t ext[3];
+  for (int d = 0; d < 3; ++d)
+    ext[d] = std::max(win.in[d] + win.pad[d],
+                      (win.out[d] - 1) * win.stride[d] + (win.kernel[d] - 1) * win.dilation[d] + 1);
+  // Phase plane (ry, rx) holds padded rows ry, ry + sy, ... and columns rx, rx + sx, ...
+  const int64_t sy = win.stride[1], sx = win.stride[2];
+  if (sx > kMaxPhases || sy > kMaxPhases) return false;
+  const int64_t ylen = ceil_div(ext[1], sy), xlen = ceil_div(ext[2], sx);
+  const int64_t phase_plane = ylen * xlen, plane = sy * sx * phase_plane;
+
+  std::vector<Strip> strips;
+  std::vector<Segment> segs;
+  // Mostly idle lanes (very short rows): packing col costs less.
+  if (plane_strips(win, xlen, nr, strips, segs) < kMinLaneUse) return false;
+  const int64_t n_strips = static_cast<int64_t>(strips.size());
+
+  // A slab: `slab_out` output planes and the input planes they read.
+  const int64_t sz = win.stride[0], reach = (win.kernel[0] - 1) * win.dilation[0] + 1;
+  const int64_t plane_bytes = cg_ * plane * static_cast<int64_t>(bb);
+  const int64_t slab_out = std::clamp<int64_t>(
+      (kSlabBudget / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1, 1, win.out[0]);
+  const int64_t slab_planes = (slab_out - 1) * sz + reach, chan = slab_planes * plane;
+
+  std::vector<int64_t> offsets(static_cast<size_t>(steps));
+  for (int64_t c = 0, k = 0; c < cg_; ++c)
+    for (int64_t kz = 0; kz < win.kernel[0]; ++kz)
+      for (int64_t ky = 0; ky < win.kernel[1]; ++ky)
+        for (int64_t kx = 0; kx < win.kernel[2]; ++kx, ++k) {
+          const int64_t dy = ky * win.dilation[1], dx = kx * win.dilation[2];
+          offsets[static_cast<size_t>(k)] = c * chan + kz * win.dilation[0] * plane +
+                                            (dy % sy * sx + dx % sx) * phase_plane +
+                                            dy / sy * xlen + dx / sx;
+        }
+  // The furthest a strip reads: its furthest step, NR lanes past the slab's last strip.
+  const int64_t reads = (slab_out - 1) * sz * plane + strips.back().q + nr +
+                        (steps > 0 ? *std::max_element(offsets.begin(), offsets.end()) : 0);
+  const size_t buffer_elems = static_cast<size_t>(std::max(reads, cg_ * chan));
+  PanelBuffer padded(buffer_elems * bb);
+
+  const int64_t threads = pool ? pool->size() : 1;
+  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
+  const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
+  uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  // Small chunks: a slab ends at a barrier, so the last chunk decides when the next slab starts.
+  auto parallel = [&](int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+    if (pool && n > 1)
+      pool->parallel_for(n, fn, ceil_div(n, 16 * threads));
+    else
+      fn(0, n);
+  };
+  // Zero once: the padding rows and columns stay zero, planes outside the input are re-zeroed.
+  const size_t zero_chunk = 64 << 10, bytes = buffer_elems * bb;
+  parallel(ceil_div(static_cast<int64_t>(bytes), zero_chunk), [&](int64_t begin, int64_t end) {
+    size_t from = static_cast<size_t>(begin) * zero_chunk;
+    std::memset(padded.data() + from, 0,
+                std::min(bytes, static_cast<size_t>(end) * zero_chunk) - from);
+  });
+
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t grp = 0; grp < group_; ++grp) {
+      const uint8_t* xg = xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es);
+      const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;
+      for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out) {
+        const int64_t outs = std::min(slab_out, win.out[0] - z0);
+        const int64_t planes = (outs - 1) * sz + reach;
+        parallel(cg_ * planes, [&](int64_t begin, int64_t end) {
+          std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
+          for (int64_t i = begin; i < end; ++i) {
+            const int64_t c = i / planes, lp = i % planes, iz = z0 * sz + lp - win.pad[0];
+            uint8_t* dst = padded.data() + (c * chan + lp * plane) * static_cast<int64_t>(bb);
+            if (iz < 0 || iz >= win.in[0]) {
+              std::memset(dst, 0, static_cast<size_t>(plane) * bb);
+              continue;
+            }
+            const uint8_t* src =
+                xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
+            for (int64_t iy = 0; iy < win.in[1]; ++iy) {
+              const uint8_t* row = src + iy * win.in[2] * static_cast<int64_t>(es);
+              const int64_t py = iy + win.pad[1];
+              // Phase rx of this row, element j: padded column j * sx + rx.
+              auto phase_row = [&](int64_t rx, int64_t j) {
+                return dst + ((py % sy * sx + rx) * phase_plane + py / sy * xlen + j) *
+                                 static_cast<int64_t>(bb);
+              };
+              if (sx == 1) {
+                g_.to_panel(row, phase_row(0, win.pad[2]), static_cast<size_t>(win.in[2]));
+                continue;
+              }
+              // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1).
+              int64_t j0[kMaxPhases], j1[kMaxPhases];
+              for (int64_t r = 0; r < sx; ++r) {
+                j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
+                j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
+              }
+              if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
+                // Both phases at once, starting at the first input column of either.
+                int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
+                const uint8_t* from =
+                    row + (j0[first] * 2 + first - win.pad[2]) * static_cast<int64_t>(es);
+                uint8_t* even = scratch.data();
+                uint8_t* odd = scratch.data() + xlen * static_cast<int64_t>(es);
+                deinterleave(from, j1[0] - j0[0], es, first == 0 ? even : odd,
+                             first == 0 ? odd : even);
+                for (int64_t r = 0; r < 2; ++r)
+                  g_.to_panel(scratch.data() + r * xlen * static_cast<int64_t>(es),
+                              phase_row(r, j0[r]), static_cast<size_t>(j1[r] - j0[r]));
+                continue;
+              }
+              for (int64_t r = 0; r < sx; ++r) {
+                if (j1[r] <= j0[r]) continue;
+                gather(row + (j0[r] * sx + r - win.pad[2]) * static_cast<int64_t>(es), sx,
+                       j1[r] - j0[r], es, scratch.data());
+                g_.to_panel(scratch.data(), phase_row(r, j0[r]),
+                            static_cast<size_t>(j1[r] - j0[r]));
+              }
+            }
+          }
+        });
+
+        // Work items: (output plane, strip range, block of output channels).
+        const int64_t base = outs * n_strips;
+        int64_t mchunk = mblocks;
+        if (base < 4 * threads)
+          mchunk = ceil_div(mblocks, std::min(mblocks, ceil_div(4 * threads, base)));
+        const int64_t msplit = ceil_div(mblocks, mchunk);
+        parallel(base * msplit, [&](int64_t begin, int64_t end) {
+          std::vector<uint8_t> tile_out(static_cast<size_t>(mr * nr) * es);
+          std::vector<uint8_t> tile_res(static_cast<size_t>(mr * nr) * es);
+          for (int64_t item = begin; item < end; ++item) {
+            const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
+                          oz = z0 + item / msplit / n_strips;
+            const Strip& strip = strips[static_cast<size_t>(st)];
+            const Segment* sg = segs.data() + strip.first;
+            const uint8_t* b =
+                padded.data() + ((oz - z0) * sz * plane + strip.q) * static_cast<int64_t>(bb);
+            const bool in_place = strip.count == 1 && sg[0].lane == 0;
+            for (int64_t mb = ms * mchunk; mb < std::min(mblocks, (ms + 1) * mchunk); ++mb) {
+              const int64_t m0 = grp * mg + mb * mr, rows = std::min(mr, mg - mb * mr);
+              const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane;
+              const uint8_t* a = a_grp + mb * mr * steps * static_cast<int64_t>(ab);
+              if (in_place) {
+                const int64_t at = (row0 + sg[0].out) * static_cast<int64_t>(es);
+                g_.ukernel(static_cast<size_t>(rows), static_cast<size_t>(sg[0].len),
+                           static_cast<size_t>(steps), a, b, offsets.data(), yb + at,
+                           static_cast<size_t>(s_out), params(m0, rb ? rb + at : nullptr));
+                continue;
+              }
+              // Lanes scattered over several output rows: through a scratch tile.
+              if (rb)
+                for (int64_t i = 0; i < rows; ++i)
+                  for (size_t s = 0; s < strip.count; ++s)
+                    std::memcpy(tile_res.data() + (i * nr + sg[s].lane) * es,
+                                rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
+                                static_cast<size_t>(sg[s].len) * es);
+              g_.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr),
+                         static_cast<size_t>(steps), a, b, offsets.data(), tile_out.data(),
+                         static_cast<size_t>(nr), params(m0, rb ? tile_res.data() : nullptr));
+              for (int64_t i = 0; i < rows; ++i)
+                for (size_t s = 0; s < strip.count; ++s)
+                  std::memcpy(yb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
+                              tile_out.data() + (i * nr + sg[s].lane) * es,
+                              static_cast<size_t>(sg[s].len) * es);
+            }
+          }
+        });
+      }
+    }
+  return true;
+}
+
+}  // namespace voxrt::cpu

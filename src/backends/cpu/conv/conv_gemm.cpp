@@ -1,0 +1,271 @@
+#include "backends/cpu/conv/conv_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "backends/ref/tensor_math.h"
+
+namespace voxrt::cpu {
+
+namespace {
+
+// Bytes of B panel a spatial tile may fill: with the kernel's A panel it should stay in L2.
+constexpr int64_t kPanelBudget = 192 << 10;
+constexpr int64_t kMaxStripsPerTile = 16;
+// A 1x1 convolution does few operations per input element: long tiles keep its reads streaming.
+constexpr int64_t kPointwisePanelBudget = 768 << 10;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Tile columns [q, q + len) lie in one output row (oz, oy) starting at ox, and in one NR strip.
+struct ColumnRun {
+  int64_t q, len, oz, oy, ox;
+};
+
+void column_runs(const ConvWindow& w, int64_t p0, int64_t cols, int64_t nr,
+                 std::vector<ColumnRun>& runs) {
+  runs.clear();
+  const int64_t ow = w.out[2], oh = w.out[1];
+  int64_t ox = p0 % ow, oy = (p0 / ow) % oh, oz = p0 / (ow * oh);
+  for (int64_t q = 0; q < cols;) {
+    int64_t len = std::min({ow - ox, cols - q, nr - q % nr});
+    runs.push_back({q, len, oz, oy, ox});
+    q += len;
+    ox += len;
+    if (ox == ow) {
+      ox = 0;
+      if (++oy == oh) {
+        oy = 0;
+        ++oz;
+      }
+    }
+  }
+}
+
+void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* dst) {
+  if (es == 4) {
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * 4, src + j * stride * 4, 4);
+  } else {
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * 2, src + j * stride * 2, 2);
+  }
+}
+
+// Packs the implicit im2col panel of one spatial tile: step k = (channel, kz, ky, kx), column q
+// = output position p0 + q, laid out as micro-panels of k steps x NR columns. `x` points at the
+// tile's first input channel.
+void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int64_t channels,
+                 int64_t cols, const std::vector<ColumnRun>& runs, uint8_t* panel,
+                 uint8_t* scratch) {
+  const int64_t nr = g.nr, kvol = w.kernel_size(), steps = channels * kvol;
+  const size_t es = dtype_size(g.storage), bb = panel_type_bytes(g.b_panel);
+  const int64_t in_h = w.in[1], in_w = w.in[2], s_in = w.in_size();
+  int64_t k = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    const uint8_t* xc = x + c * s_in * static_cast<int64_t>(es);
+    for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
+      for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
+        for (int64_t kx = 0; kx < w.kernel[2]; ++kx, ++k)
+          for (const ColumnRun& r : runs) {
+            uint8_t* dst = panel + (((r.q / nr) * steps + k) * nr + r.q % nr) * bb;
+            int64_t iz = r.oz * w.stride[0] - w.pad[0] + kz * w.dilation[0];
+            int64_t iy = r.oy * w.stride[1] - w.pad[1] + ky * w.dilation[1];
+            if (iz < 0 || iz >= w.in[0] || iy < 0 || iy >= in_h) {
+              std::memset(dst, 0, r.len * bb);
+              continue;
+            }
+            const int64_t sx = w.stride[2];
+            const int64_t ix0 = r.ox * sx - w.pad[2] + kx * w.dilation[2];
+            int64_t lo = ix0 >= 0 ? 0 : (-ix0 + sx - 1) / sx;
+            int64_t hi = ix0 > in_w - 1 ? 0 : (in_w - 1 - ix0) / sx + 1;
+            lo = std::min(lo, r.len);
+            hi = std::clamp(hi, lo, r.len);
+            if (lo > 0) std::memset(dst, 0, lo * bb);
+            if (hi > lo) {
+              const uint8_t* src = xc + ((iz * in_h + iy) * in_w + ix0 + lo * sx) * es;
+              if (sx == 1) {
+                g.to_panel(src, dst + lo * bb, static_cast<size_t>(hi - lo));
+              } else {
+                gather(src, sx, hi - lo, es, scratch);
+                g.to_panel(scratch, dst + lo * bb, static_cast<size_t>(hi - lo));
+              }
+            }
+            if (hi < r.len) std::memset(dst + hi * bb, 0, (r.len - hi) * bb);
+          }
+  }
+  if (int64_t tail = cols % nr; tail != 0) {
+    uint8_t* last = panel + (cols / nr) * steps * nr * bb;
+    for (int64_t s = 0; s < steps; ++s)
+      std::memset(last + (s * nr + tail) * bb, 0, (nr - tail) * bb);
+  }
+}
+
+std::vector<float> to_f32(const Tensor& t) {
+  std::vector<double> d = ref::to_f64(t);
+  return std::vector<float>(d.begin(), d.end());
+}
+
+}  // namespace
+
+ConvWindow conv_window(const ref::Geometry& g) {
+  ConvWindow w;
+  size_t rank = g.in.size();
+  for (size_t d = 0; d < 3; ++d) {
+    bool lead = d + rank < 3;
+    size_t s = d + rank - 3;
+    w.in[d] = lead ? 1 : g.in[s];
+    w.out[d] = lead ? 1 : g.out[s];
+    w.kernel[d] = lead ? 1 : g.kernel[s];
+    w.stride[d] = lead ? 1 : g.stride[s];
+    w.dilation[d] = lead ? 1 : g.dilation[s];
+    w.pad[d] = lead ? 0 : g.pad_begin[s];
+  }
+  return w;
+}
+
+void PanelBuffer::Free::operator()(uint8_t* p) const {
+  ::operator delete[](p, std::align_val_t(64));
+}
+
+PanelBuffer::PanelBuffer(size_t bytes)
+    : data_(static_cast<uint8_t*>(
+          ::operator new[](std::max<size_t>(bytes, 64), std::align_val_t(64)))) {}
+
+ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
+                   ConvEpilogue epilogue)
+    : g_(g), m_(w.dim(0)), group_(group), cg_(w.dim(1)), kvol_(1), epilogue_(epilogue) {
+  for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
+  const int64_t mg = m_ / group_, steps = cg_ * kvol_;
+  std::vector<float> wf = to_f32(w);
+  a_group_bytes_ = packed_a_bytes(g_, mg, steps);
+  a_ = PanelBuffer(a_group_bytes_ * static_cast<size_t>(group_));
+  for (int64_t grp = 0; grp < group_; ++grp)
+    pack_a(g_, wf.data() + grp * mg * steps, steps, 1, mg, steps, a_.data() + grp * a_group_bytes_);
+  if (bias) bias_ = to_f32(*bias);
+}
+
+GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual) const {
+  GemmParams p;
+  p.bias = bias_.empty() ? nullptr : bias_.data() + m0;
+  p.residual = residual;
+  p.act = epilogue_.act;
+  p.alpha = epilogue_.alpha;
+  return p;
+}
+
+void ConvGemm::run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
+                   Tensor& y) const {
+  if (x.dim(0) == 0 || win.out_size() == 0 || m_ == 0) return;
+  if (run_pointwise(pool, win, x, residual, y) || run_direct(pool, win, x, residual, y)) return;
+  run_packed(pool, win, x, residual, y);
+}
+
+bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                             const Tensor* residual, Tensor& y) const {
+  for (int d = 0; d < 3; ++d)
+    if (win.kernel[d] != 1 || win.stride[d] != 1 || win.pad[d] != 0 || win.in[d] != win.out[d])
+      return false;
+  const int64_t n_batch = x.dim(0), c_in = x.dim(1), mg = m_ / group_, s = win.out_size();
+  const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr);
+  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
+               bb = panel_type_bytes(g_.b_panel);
+  const int64_t strips = std::clamp<int64_t>(
+      kPointwisePanelBudget / std::max<int64_t>(1, cg_ * nr * static_cast<int64_t>(bb)), 1,
+      ceil_div(s, nr));
+  const int64_t tile_cols = strips * nr, tiles = ceil_div(s, tile_cols);
+  const std::vector<int64_t> offsets = panel_offsets(g_, cg_);
+  const int64_t items = n_batch * group_ * tiles;
+  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
+  const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
+  uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  auto work = [&](int64_t begin, int64_t end) {
+    PanelBuffer panel(packed_b_bytes(g_, cg_, tile_cols));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t tile = item % tiles, grp = (item / tiles) % group_, n = item / tiles / group_;
+      const int64_t p0 = tile * tile_cols, cols = std::min(tile_cols, s - p0);
+      pack_b(g_, xb + ((n * c_in + grp * cg_) * s + p0) * static_cast<int64_t>(es), s, cg_, cols,
+             panel.data());
+      for (int64_t st = 0; st * nr < cols; ++st)
+        for (int64_t mb = 0; mb < mblocks; ++mb) {
+          const int64_t m0 = grp * mg + mb * mr;
+          const int64_t at = ((n * m_ + m0) * s + p0 + st * nr) * static_cast<int64_t>(es);
+          g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)),
+                     static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(cg_),
+                     a_.data() + grp * a_group_bytes_ + mb * mr * cg_ * ab,
+                     panel.data() + st * cg_ * nr * bb, offsets.data(), yb + at,
+                     static_cast<size_t>(s), params(m0, rb ? rb + at : nullptr));
+        }
+    }
+  };
+  if (pool && items > 1)
+    pool->parallel_for(items, work);
+  else
+    work(0, items);
+  return true;
+}
+
+
+void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                          const Tensor* residual, Tensor& y) const {
+  const int64_t n_batch = x.dim(0), c_in = x.dim(1);
+  const int64_t mg = m_ / group_, steps = cg_ * kvol_;
+  const int64_t s_in = win.in_size(), s_out = win.out_size();
+  const int64_t mr = g_.mr, nr = g_.nr;
+  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
+               bb = panel_type_bytes(g_.b_panel);
+  int64_t strips = std::clamp<int64_t>(
+      kPanelBudget / std::max<int64_t>(1, steps * nr * static_cast<int64_t>(bb)), 1,
+      kMaxStripsPerTile);
+  strips = std::min(strips, ceil_div(s_out, nr));
+  const int64_t tile_cols = strips * nr, tiles = ceil_div(s_out, tile_cols);
+  const int64_t mblocks = ceil_div(mg, mr);
+  // Few tiles (deep layers, small inputs): split the output channels too, so every thread works.
+  const int64_t threads = pool ? pool->size() : 1, base = n_batch * group_ * tiles;
+  int64_t mchunk = mblocks;
+  if (base < 4 * threads)
+    mchunk = ceil_div(mblocks, std::min(mblocks, ceil_div(4 * threads, base)));
+  const int64_t msplit = ceil_div(mblocks, mchunk), items = base * msplit;
+  const std::vector<int64_t> offsets = panel_offsets(g_, steps);
+
+  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
+  const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
+  uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  auto work = [&](int64_t begin, int64_t end) {
+    PanelBuffer panel(static_cast<size_t>(steps * tile_cols) * bb);
+    std::vector<uint8_t> scratch(static_cast<size_t>(nr) * es);
+    std::vector<ColumnRun> runs;
+    int64_t packed = -1;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t ms = item % msplit, rest = item / msplit;
+      const int64_t tile = rest % tiles, grp = (rest / tiles) % group_, n = rest / tiles / group_;
+      const int64_t p0 = tile * tile_cols, cols = std::min(tile_cols, s_out - p0);
+      if (rest != packed) {
+        column_runs(win, p0, cols, nr, runs);
+        pack_im2col(g_, win, xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es), cg_,
+                    cols, runs, panel.data(), scratch.data());
+        packed = rest;
+      }
+      const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;
+      const int64_t mb_end = std::min(mblocks, (ms + 1) * mchunk);
+      for (int64_t st = 0; st * nr < cols; ++st) {
+        const uint8_t* b = panel.data() + st * steps * nr * bb;
+        const size_t nc = static_cast<size_t>(std::min(nr, cols - st * nr));
+        for (int64_t mb = ms * mchunk; mb < mb_end; ++mb) {
+          const int64_t m0 = grp * mg + mb * mr;
+          const int64_t at = ((n * m_ + m0) * s_out + p0 + st * nr) * static_cast<int64_t>(es);
+          g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)), nc,
+                     static_cast<size_t>(steps), a_grp + mb * mr * steps * ab, b, offsets.data(),
+                     yb + at, static_cast<size_t>(s_out), params(m0, rb ? rb + at : nullptr));
+        }
+      }
+    }
+  };
+  if (pool && items > 1)
+    pool->parallel_for(items, work);
+  else
+    work(0, items);
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,111 @@
+// Convolution and transposed convolution on the gemm microkernels, in plain NCDHW. Per batch item
+// and group, Conv is C[oc, spatial] = W[oc, ic * kernel] x col[ic * kernel, spatial]: the weights
+// are packed once here; col is never formed where the width stride is 1 (the kernel reads input
+// rows of a zero-padded copy through a table of per-step offsets), and is packed per spatial tile
+// into per-thread scratch otherwise. The microkernel writes output rows in place, epilogue fused.
+//
+//   ConvGemm conv(*find_gemm_kernel(max_isa(), DType::f32), w, &b, group, epilogue);
+//   conv.run(pool, conv_window(geometry), x, nullptr, y);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/kernels/gemm/gemm.h"
+#include "backends/ref/ops/window.h"
+#include "runtime/thread_pool.h"
+#include "voxrt/tensor.h"
+
+namespace voxrt::cpu {
+
+/// Window of one run over three spatial axes (depth, height, width); 1D and 2D convolutions get
+/// leading axes of size 1.
+struct ConvWindow {
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];  // pad: at the start
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+};
+
+/// The window of a resolved reference geometry of spatial rank 1 to 3.
+ConvWindow conv_window(const ref::Geometry& g);
+
+struct ConvEpilogue {
+  Activation act = Activation::none;
+  float alpha = 0.01f;
+};
+
+/// Owned, 64-byte aligned bytes for packed panels.
+class PanelBuffer {
+ public:
+  PanelBuffer() = default;
+  explicit PanelBuffer(size_t bytes);
+  uint8_t* data() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+};
+
+/// A Conv node's weights packed for one gemm kernel. W is (M, C / group, kernel...) of the
+/// kernel's storage dtype, bias (M) or null.
+class ConvGemm {
+ public:
+  ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
+           ConvEpilogue epilogue);
+  /// y = act(conv(x) + bias + residual). x, residual and y have the storage dtype and the shapes
+  /// the reference op inferred for `win`; residual may be null.
+  void run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
+           Tensor& y) const;
+  const GemmKernel& kernel() const { return g_; }
+
+ private:
+  // B rows read in place from a zero-padded copy of the input (conv_direct.cpp); returns false,
+  // doing nothing, where most lanes would idle (short output rows with strides). Then each
+  // spatial tile's im2col panel is packed (conv_gemm.cpp).
+  bool run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
+                  Tensor& y) const;
+  // 1x1 kernels, unit strides, no padding: col is the input; tiles of it are packed with long
+  // sequential reads. False (nothing done) where that does not apply.
+  bool run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                     const Tensor* residual, Tensor& y) const;
+  void run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
+                  Tensor& y) const;
+  GemmParams params(int64_t m0, const uint8_t* residual) const;
+
+  const GemmKernel& g_;
+  int64_t m_, group_, cg_, kvol_;
+  ConvEpilogue epilogue_;
+  PanelBuffer a_;  // per group: ceil((M / group) / MR) micro-panels of MR x (cg * kvol)
+  size_t a_group_bytes_ = 0;
+  std::vector<float> bias_;  // M values; empty when the node has no bias
+};
+
+/// A ConvTranspose node's weights packed for one gemm kernel. W is (C, M / group, kernel...).
+/// Each input position scatters W^T x[:, p] through the kernel; where the kernel equals the
+/// stride (no dilation or padding) the taps never overlap and land straight in the output,
+/// otherwise they are summed into an fp32 copy of the output first.
+class ConvTransposeGemm {
+ public:
+  ConvTransposeGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group);
+  /// `win`: in/out/kernel/stride/dilation and pad (output = input * stride + tap * dilation - pad).
+  void run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  const GemmKernel& kernel() const { return g_; }
+
+ private:
+  void run_disjoint(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  void run_overlapping(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+
+  const GemmKernel& g_;
+  int64_t c_, mg_, group_, kvol_;
+  int64_t chunk_;  // output channels per packed chunk: a chunk's rows are (channel, tap) pairs
+  PanelBuffer a_;  // per group and chunk: micro-panels of MR rows x (C / group) steps
+  size_t a_chunk_bytes_ = 0;
+  std::vector<float> bias_rows_;  // per group and chunk row: the bias of its output channel
+  std::vector<float> bias_;       // M values, zeros when absent
+};
+
+}  // namespace voxrt::cpu

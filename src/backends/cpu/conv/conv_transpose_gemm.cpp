@@ -1,0 +1,275 @@
+// ConvTranspose as gemm: for each input position p, col[(m, tap), p] = sum_c W[c, m, tap] x[c, p],
+// then col is scattered to output position p * stride + tap * dilation - pad.
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/conv/conv_gemm.h"
+#include "backends/ref/tensor_math.h"
+#include "core/half.h"
+
+namespace voxrt::cpu {
+
+namespace {
+
+constexpr int64_t kPanelBudget = 192 << 10;
+constexpr int64_t kMaxStripsPerTile = 16;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Tile columns [q, q + len) are input positions (iz, iy, ix...) of one input row.
+struct InputRun {
+  int64_t q, len, iz, iy, ix;
+};
+
+void input_runs(const ConvWindow& w, int64_t p0, int64_t cols, std::vector<InputRun>& runs) {
+  runs.clear();
+  const int64_t iw = w.in[2], ih = w.in[1];
+  int64_t ix = p0 % iw, iy = (p0 / iw) % ih, iz = p0 / (iw * ih);
+  for (int64_t q = 0; q < cols;) {
+    int64_t len = std::min(iw - ix, cols - q);
+    runs.push_back({q, len, iz, iy, ix});
+    q += len;
+    ix = 0;
+    if (++iy == ih) {
+      iy = 0;
+      ++iz;
+    }
+  }
+}
+
+struct Tiling {
+  int64_t tile_cols, tiles;
+};
+
+Tiling tiling(const GemmKernel& g, int64_t steps, int64_t cols) {
+  int64_t bb = static_cast<int64_t>(panel_type_bytes(g.b_panel));
+  int64_t strips = std::clamp<int64_t>(kPanelBudget / std::max<int64_t>(1, steps * g.nr * bb), 1,
+                                       kMaxStripsPerTile);
+  strips = std::min(strips, ceil_div(cols, g.nr));
+  int64_t tile_cols = strips * g.nr;
+  return {tile_cols, ceil_div(cols, tile_cols)};
+}
+
+bool disjoint_taps(const ConvWindow& w) {
+  for (int d = 0; d < 3; ++d)
+    if (w.kernel[d] != w.stride[d] || (w.kernel[d] > 1 && w.dilation[d] != 1) || w.pad[d] != 0 ||
+        w.out[d] != w.in[d] * w.stride[d])
+      return false;
+  return true;
+}
+
+void copy_strided(const uint8_t* src, int64_t n, size_t es, uint8_t* dst, int64_t stride) {
+  if (stride == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * es);
+  } else if (es == 4) {
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * stride * 4, src + j * 4, 4);
+  } else {
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * stride * 2, src + j * 2, 2);
+  }
+}
+
+// dst[2j] = a[j], dst[2j + 1] = b[j]: the two taps of a kernel-2 stride-2 width axis.
+template <class T>
+void interleave(const T* a, const T* b, int64_t n, T* dst) {
+  for (int64_t j = 0; j < n; ++j) {
+    dst[2 * j] = a[j];
+    dst[2 * j + 1] = b[j];
+  }
+}
+
+std::vector<float> to_f32(const Tensor& t) {
+  std::vector<double> d = ref::to_f64(t);
+  return std::vector<float>(d.begin(), d.end());
+}
+
+}  // namespace
+
+ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias,
+                                     int64_t group)
+    : g_(g), c_(w.dim(0)), mg_(w.dim(1)), group_(group), kvol_(1) {
+  for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
+  // MR channels to a chunk keep its (channel, tap) rows a whole number of micro-panels.
+  chunk_ = std::max<int64_t>(1, std::min<int64_t>(mg_, g_.mr));
+  const int64_t cg = c_ / group_, chunks = ceil_div(mg_, chunk_), rows = chunk_ * kvol_;
+  std::vector<float> wf = to_f32(w);
+  bias_.assign(static_cast<size_t>(mg_ * group_), 0.0f);
+  if (bias) bias_ = to_f32(*bias);
+  a_chunk_bytes_ = packed_a_bytes(g_, rows, cg);
+  a_ = PanelBuffer(a_chunk_bytes_ * static_cast<size_t>(group_ * chunks));
+  bias_rows_.assign(static_cast<size_t>(group_ * chunks * rows), 0.0f);
+  for (int64_t grp = 0; grp < group_; ++grp)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      int64_t m0 = ch * chunk_, count = std::min(chunk_, mg_ - m0);
+      // Row r = (channel m0 + r / kvol, tap r % kvol); step c = input channel of the group.
+      const float* src = wf.data() + (grp * cg * mg_ + m0) * kvol_;
+      pack_a(g_, src, 1, mg_ * kvol_, count * kvol_, cg,
+             a_.data() + (grp * chunks + ch) * a_chunk_bytes_);
+      for (int64_t r = 0; r < count * kvol_; ++r)
+        bias_rows_[static_cast<size_t>((grp * chunks + ch) * rows + r)] =
+            bias_[static_cast<size_t>(grp * mg_ + m0 + r / kvol_)];
+    }
+}
+
+void ConvTransposeGemm::run(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                            Tensor& y) const {
+  if (x.dim(0) == 0 || y.numel() == 0) return;
+  if (disjoint_taps(win))
+    run_disjoint(pool, win, x, y);
+  else
+    run_overlapping(pool, win, x, y);
+}
+
+// Kernel equal to stride: every output element comes from exactly one (input position, tap), so
+// the kernel adds the bias and the tiles are copied to their places.
+void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                                     Tensor& y) const {
+  const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
+  const int64_t s_in = win.in_size(), s_out = win.out_size();
+  const int64_t mr = g_.mr, nr = g_.nr, chunks = ceil_div(mg_, chunk_), rows_full = chunk_ * kvol_;
+  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
+               bb = panel_type_bytes(g_.b_panel);
+  const Tiling t = tiling(g_, cg, s_in);
+  const int64_t items = n_batch * group_ * t.tiles * chunks;
+  const std::vector<int64_t> offsets = panel_offsets(g_, cg);
+  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
+  uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  auto work = [&](int64_t begin, int64_t end) {
+    PanelBuffer panel(static_cast<size_t>(cg * t.tile_cols) * bb);
+    std::vector<uint8_t> tile(static_cast<size_t>(mr * t.tile_cols) * es);
+    std::vector<InputRun> runs;
+    int64_t packed = -1;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t ch = item % chunks, rest = item / chunks;
+      const int64_t tl = rest % t.tiles, grp = (rest / t.tiles) % group_,
+                    n = rest / t.tiles / group_;
+      const int64_t p0 = tl * t.tile_cols, cols = std::min(t.tile_cols, s_in - p0);
+      if (rest != packed) {
+        pack_b(g_, xb + ((n * c_ + grp * cg) * s_in + p0) * static_cast<int64_t>(es), s_in, cg,
+               cols, panel.data());
+        input_runs(win, p0, cols, runs);
+        packed = rest;
+      }
+      const int64_t rows = std::min(chunk_, mg_ - ch * chunk_) * kvol_;
+      const uint8_t* a = a_.data() + (grp * chunks + ch) * a_chunk_bytes_;
+      const float* bias = bias_rows_.data() + (grp * chunks + ch) * rows_full;
+      for (int64_t r0 = 0; r0 < rows; r0 += mr) {
+        const int64_t mrr = std::min(mr, rows - r0);
+        GemmParams p;
+        p.bias = bias + r0;
+        for (int64_t st = 0; st * nr < cols; ++st)
+          g_.ukernel(static_cast<size_t>(mrr), static_cast<size_t>(std::min(nr, cols - st * nr)),
+                     static_cast<size_t>(cg), a + r0 * cg * ab, panel.data() + st * cg * nr * bb,
+                     offsets.data(), tile.data() + st * nr * es, static_cast<size_t>(t.tile_cols),
+                     p);
+        const bool pairs = win.kernel[2] == 2;  // rows r, r + 1 are taps tx = 0, 1
+        for (int64_t i = 0; i < mrr; i += pairs ? 2 : 1) {
+          const int64_t r = r0 + i, m = grp * mg_ + ch * chunk_ + r / kvol_, tap = r % kvol_;
+          const int64_t tz = tap / (win.kernel[1] * win.kernel[2]),
+                        ty = (tap / win.kernel[2]) % win.kernel[1], tx = tap % win.kernel[2];
+          uint8_t* yc = yb + (n * m_out + m) * s_out * static_cast<int64_t>(es);
+          const uint8_t* row = tile.data() + i * t.tile_cols * static_cast<int64_t>(es);
+          for (const InputRun& run : runs) {
+            int64_t o = ((run.iz * win.stride[0] + tz) * win.out[1] + run.iy * win.stride[1] + ty) *
+                            win.out[2] +
+                        run.ix * win.stride[2] + tx;
+            const uint8_t* src = row + run.q * static_cast<int64_t>(es);
+            uint8_t* dst = yc + o * static_cast<int64_t>(es);
+            if (!pairs) {
+              copy_strided(src, run.len, es, dst, win.stride[2]);
+            } else if (es == 4) {
+              interleave(reinterpret_cast<const float*>(src),
+                         reinterpret_cast<const float*>(src) + t.tile_cols, run.len,
+                         reinterpret_cast<float*>(dst));
+            } else {
+              interleave(reinterpret_cast<const uint16_t*>(src),
+                         reinterpret_cast<const uint16_t*>(src) + t.tile_cols, run.len,
+                         reinterpret_cast<uint16_t*>(dst));
+            }
+          }
+        }
+      }
+    }
+  };
+  if (pool && items > 1)
+    pool->parallel_for(items, work);
+  else
+    work(0, items);
+}
+
+// Overlapping taps: each work item owns a chunk of output channels, sums its taps into an fp32
+// copy of those channels, and converts once at the end.
+void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                                        Tensor& y) const {
+  const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
+  const int64_t s_in = win.in_size(), s_out = win.out_size();
+  const int64_t mr = g_.mr, nr = g_.nr, chunks = ceil_div(mg_, chunk_);
+  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
+               bb = panel_type_bytes(g_.b_panel);
+  const Tiling t = tiling(g_, cg, s_in);
+  const int64_t items = n_batch * group_ * chunks;
+  const std::vector<int64_t> offsets = panel_offsets(g_, cg);
+  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
+  uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  auto work = [&](int64_t begin, int64_t end) {
+    PanelBuffer panel(static_cast<size_t>(cg * t.tile_cols) * bb);
+    std::vector<float> tile(static_cast<size_t>(mr * t.tile_cols));
+    std::vector<float> acc;
+    std::vector<InputRun> runs;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t ch = item % chunks, grp = (item / chunks) % group_, n = item / chunks / group_;
+      const int64_t m0 = grp * mg_ + ch * chunk_, count = std::min(chunk_, mg_ - ch * chunk_);
+      const int64_t rows = count * kvol_;
+      const uint8_t* a = a_.data() + (grp * chunks + ch) * a_chunk_bytes_;
+      acc.assign(static_cast<size_t>(count * s_out), 0.0f);
+      for (int64_t m = 0; m < count; ++m)
+        std::fill_n(acc.begin() + m * s_out, s_out, bias_[static_cast<size_t>(m0 + m)]);
+      for (int64_t tl = 0; tl < t.tiles; ++tl) {
+        const int64_t p0 = tl * t.tile_cols, cols = std::min(t.tile_cols, s_in - p0);
+        pack_b(g_, xb + ((n * c_ + grp * cg) * s_in + p0) * static_cast<int64_t>(es), s_in, cg,
+               cols, panel.data());
+        input_runs(win, p0, cols, runs);
+        for (int64_t r0 = 0; r0 < rows; r0 += mr) {
+          const int64_t mrr = std::min(mr, rows - r0);
+          GemmParams p;
+          p.f32_out = true;
+          for (int64_t st = 0; st * nr < cols; ++st)
+            g_.ukernel(static_cast<size_t>(mrr), static_cast<size_t>(std::min(nr, cols - st * nr)),
+                       static_cast<size_t>(cg), a + r0 * cg * ab, panel.data() + st * cg * nr * bb,
+                       offsets.data(), tile.data() + st * nr, static_cast<size_t>(t.tile_cols), p);
+          for (int64_t i = 0; i < mrr; ++i) {
+            const int64_t r = r0 + i, tap = r % kvol_;
+            const int64_t tk[3] = {tap / (win.kernel[1] * win.kernel[2]),
+                                   (tap / win.kernel[2]) % win.kernel[1], tap % win.kernel[2]};
+            float* out = acc.data() + (r / kvol_) * s_out;
+            for (const InputRun& run : runs) {
+              int64_t oz = run.iz * win.stride[0] + tk[0] * win.dilation[0] - win.pad[0];
+              int64_t oy = run.iy * win.stride[1] + tk[1] * win.dilation[1] - win.pad[1];
+              if (oz < 0 || oz >= win.out[0] || oy < 0 || oy >= win.out[1]) continue;
+              float* orow = out + (oz * win.out[1] + oy) * win.out[2];
+              const float* src = tile.data() + i * t.tile_cols + run.q;
+              for (int64_t j = 0; j < run.len; ++j) {
+                int64_t ox = (run.ix + j) * win.stride[2] + tk[2] * win.dilation[2] - win.pad[2];
+                if (ox >= 0 && ox < win.out[2]) orow[ox] += src[j];
+              }
+            }
+          }
+        }
+      }
+      uint8_t* yc = yb + (n * m_out + m0) * s_out * static_cast<int64_t>(es);
+      if (g_.storage == DType::f32) {
+        std::memcpy(yc, acc.data(), acc.size() * 4);
+      } else {
+        uint16_t* h = reinterpret_cast<uint16_t*>(yc);
+        for (size_t i = 0; i < acc.size(); ++i) h[i] = float_to_half(acc[i]);
+      }
+    }
+  };
+  if (pool && items > 1)
+    pool->parallel_for(items, work);
+  else
+    work(0, items);
+}
+
+}  // namespace voxrt::cpu

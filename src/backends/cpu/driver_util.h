@@ -1,0 +1,68 @@
+// Helpers the elementwise, normalization, pooling, resize and data-movement drivers share:
+// splitting work across the Session's threads, and naming kernels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backends/ref/op.h"
+#include "core/half.h"
+#include "runtime/thread_pool.h"
+
+namespace voxrt::cpu {
+
+/// Elements one task handles in streaming kernels: big enough to amortize the pool's dispatch,
+/// small enough to balance a few threads.
+inline constexpr int64_t kChunkElems = 1 << 15;
+
+/// fn(begin, end) over [0, n) in tasks of at most `chunk`, on the pool when there is one.
+template <class F>
+void parallel_for(const RunContext& ctx, int64_t n, int64_t chunk, F&& fn) {
+  if (n <= 0) return;
+  if (!ctx.pool || ctx.pool->size() == 1 || n <= chunk) {
+    for (int64_t b = 0; b < n; b += chunk) fn(b, b + chunk < n ? b + chunk : n);
+    return;
+  }
+  int64_t tasks = (n + chunk - 1) / chunk;
+  ctx.pool->parallel_for(tasks, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) fn(t * chunk, (t + 1) * chunk < n ? (t + 1) * chunk : n);
+  }, 1);
+}
+
+/// fn(row, begin, end) over `rows` rows of `len` elements, each row cut into chunks of at most
+/// `chunk`, all (row, chunk) pairs spread over the pool.
+template <class F>
+void parallel_rows(const RunContext& ctx, int64_t rows, int64_t len, int64_t chunk, F&& fn) {
+  if (rows <= 0 || len <= 0) return;
+  int64_t per_row = (len + chunk - 1) / chunk;
+  parallel_for(ctx, rows * per_row, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t r = t / per_row, b = (t % per_row) * chunk;
+      fn(r, b, b + chunk < len ? b + chunk : len);
+    }
+  });
+}
+
+/// Element i of a float (f32 or f16) array.
+inline float load_float(const void* p, DType t, int64_t i) {
+  return t == DType::f16 ? half_to_float(static_cast<const uint16_t*>(p)[i])
+                         : static_cast<const float*>(p)[i];
+}
+inline void store_float(void* p, DType t, int64_t i, float v) {
+  if (t == DType::f16)
+    static_cast<uint16_t*>(p)[i] = float_to_half(v);
+  else
+    static_cast<float*>(p)[i] = v;
+}
+
+/// "f32_eltwise__avx2" with op "relu" gives "f32_eltwise_relu__avx2".
+inline std::string kernel_label(const char* family_name, const std::string& op) {
+  std::string s = family_name;
+  size_t at = s.find("__");
+  if (op.empty() || at == std::string::npos) return s;
+  return s.substr(0, at) + "_" + op + s.substr(at);
+}
+
+inline bool is_f32_or_f16(DType t) { return t == DType::f32 || t == DType::f16; }
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,40 @@
+// Elementwise kernels over contiguous runs of one storage dtype (f32, or f16 computed in fp32
+// registers): activations, the per-channel affine map normalizations end with, binary
+// arithmetic, and f32 <-> f16 casts. One table row per (dtype, ISA); see eltwise.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/kernels/eltwise/activation.h"
+#include "voxrt/dtype.h"
+
+namespace voxrt::cpu {
+
+enum class BinOp { add, sub, mul, div, min, max };
+
+struct EltwiseKernels {
+  const char* name;  // "f32_eltwise__avx512"
+  /// y[i] = act(x[i]); y may be x.
+  void (*unary)(const void* x, void* y, int64_t n, const ActParams& p);
+  /// y[i] = act((x[i] - shift) * scale + bias); y may be x.
+  void (*affine)(const void* x, void* y, int64_t n, float shift, float scale, float bias,
+                 const ActParams& p);
+  /// y[i] = a[i] op b[i]. Min and Max return NaN when either side is NaN, like the reference.
+  void (*binary)(const void* a, const void* b, void* y, int64_t n, BinOp op);
+  /// y[i] = a[i] op s, or s op a[i] when `scalar_first`.
+  void (*binary_scalar)(const void* a, float s, void* y, int64_t n, BinOp op, bool scalar_first);
+};
+
+struct CastKernels {
+  const char* name;  // "f32_f16_cast__avx2"
+  void (*f32_to_f16)(const void* x, void* y, int64_t n);
+  void (*f16_to_f32)(const void* x, void* y, int64_t n);
+};
+
+/// The best kernels for storage dtype `t` (f32 or f16) at or below `isa`; nullptr for other
+/// dtypes.
+const EltwiseKernels* eltwise_kernels(DType t, Isa isa);
+const CastKernels& cast_kernels(Isa isa);
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,113 @@
+// The elementwise kernels written once over a vector type S (vec/*.h) and a storage type T
+// (float or Half). Included by the per-ISA sources, which instantiate it.
+#pragma once
+
+#include "backends/cpu/kernels/eltwise/eltwise.h"
+#include "backends/cpu/kernels/vec/vec_math.h"
+
+namespace voxrt::cpu {
+namespace {
+
+template <class S>
+typename S::V binop(BinOp op, typename S::V a, typename S::V b) {
+  switch (op) {
+    case BinOp::add: return S::add(a, b);
+    case BinOp::sub: return S::sub(a, b);
+    case BinOp::mul: return S::mul(a, b);
+    case BinOp::div: return S::div(a, b);
+    // A NaN on the right wins; on the left it survives the select.
+    case BinOp::min: return S::select(S::is_nan(b), b, S::select(S::lt(b, a), b, a));
+    case BinOp::max: return S::select(S::is_nan(b), b, S::select(S::lt(a, b), b, a));
+  }
+  return a;
+}
+
+/// Calls f(i, count) over [0, n) in vector steps; the last call may have count < kWidth.
+template <class S, class F>
+void for_vectors(int64_t n, F&& f) {
+  constexpr int W = S::kWidth;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(i, W);
+  if (i < n) f(i, static_cast<int>(n - i));
+}
+
+template <class S, class T>
+typename S::V load_n(const T* p, int count) {
+  return count == S::kWidth ? S::load(p) : S::load_partial(p, count);
+}
+template <class S, class T>
+void store_n(T* p, typename S::V v, int count) {
+  if (count == S::kWidth)
+    S::store(p, v);
+  else
+    S::store_partial(p, v, count);
+}
+
+template <class S, class T>
+struct EltwiseImpl {
+  using V = typename S::V;
+
+  static void unary(const void* xv, void* yv, int64_t n, const ActParams& p) {
+    const T* x = static_cast<const T*>(xv);
+    T* y = static_cast<T*>(yv);
+    with_act(p.act, [&]<Act A>() {
+      ActVec<S> pv(p);
+      for_vectors<S>(n, [&](int64_t i, int c) {
+        store_n<S>(y + i, activate<S, A>(load_n<S>(x + i, c), pv), c);
+      });
+    });
+  }
+
+  static void affine(const void* xv, void* yv, int64_t n, float shift, float scale, float bias,
+                     const ActParams& p) {
+    const T* x = static_cast<const T*>(xv);
+    T* y = static_cast<T*>(yv);
+    with_act(p.act, [&]<Act A>() {
+      ActVec<S> pv(p);
+      V sh = S::set1(shift), sc = S::set1(scale), b = S::set1(bias);
+      for_vectors<S>(n, [&](int64_t i, int c) {
+        V v = S::fmadd(S::sub(load_n<S>(x + i, c), sh), sc, b);
+        store_n<S>(y + i, activate<S, A>(v, pv), c);
+      });
+    });
+  }
+
+  static void binary(const void* av, const void* bv, void* yv, int64_t n, BinOp op) {
+    const T* a = static_cast<const T*>(av);
+    const T* b = static_cast<const T*>(bv);
+    T* y = static_cast<T*>(yv);
+    for_vectors<S>(n, [&](int64_t i, int c) {
+      store_n<S>(y + i, binop<S>(op, load_n<S>(a + i, c), load_n<S>(b + i, c)), c);
+    });
+  }
+
+  static void binary_scalar(const void* av, float s, void* yv, int64_t n, BinOp op,
+                            bool scalar_first) {
+    const T* a = static_cast<const T*>(av);
+    T* y = static_cast<T*>(yv);
+    V sv = S::set1(s);
+    for_vectors<S>(n, [&](int64_t i, int c) {
+      V x = load_n<S>(a + i, c);
+      store_n<S>(y + i, scalar_first ? binop<S>(op, sv, x) : binop<S>(op, x, sv), c);
+    });
+  }
+
+  static constexpr EltwiseKernels table(const char* name) {
+    return {name, &unary, &affine, &binary, &binary_scalar};
+  }
+};
+
+template <class S, class From, class To>
+void convert(const void* xv, void* yv, int64_t n) {
+  const From* x = static_cast<const From*>(xv);
+  To* y = static_cast<To*>(yv);
+  for_vectors<S>(n, [&](int64_t i, int c) { store_n<S>(y + i, load_n<S>(x + i, c), c); });
+}
+
+template <class S>
+constexpr CastKernels cast_table(const char* name) {
+  return {name, &convert<S, float, Half>, &convert<S, Half, float>};
+}
+
+}  // namespace
+}  // namespace voxrt::cpu

@@ -1,0 +1,26 @@
+#include <cstring>
+
+#include "backends/cpu/kernels/gemm/gemm_rows.h"
+#include "backends/cpu/kernels/gemm/gemm_scalar.h"
+#include "backends/cpu/kernels/gemm/gemm_tile.h"
+
+namespace voxrt::cpu {
+
+void f16_f32acc_gemm_4x16_scalar(size_t mr, size_t nc, size_t k, const void* a, const void* b,
+                                 const int64_t* b_offsets, void* c, size_t ldc,
+                                 const GemmParams& p) {
+  gemm_detail::gemm_tile<gemm_detail::Scalar, uint16_t, 4, 16>(mr, nc, k, a, b, b_offsets, c, ldc,
+                                                               p);
+}
+
+void f16_to_f32_panel_scalar(const void* src, void* dst, size_t n) {
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  float* d = static_cast<float*>(dst);
+  for (size_t i = 0; i < n; ++i) d[i] = half_to_float(s[i]);
+}
+
+void copy_f16_panel(const void* src, void* dst, size_t n) {
+  std::memcpy(dst, src, n * 2);
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,98 @@
+// The gemm microkernel family: one MR x NR tile of C = A * B, A a packed panel of weights, B rows
+// found through a table of per-step offsets (a packed panel, or the rows of a zero-padded input,
+// which makes convolution an implicit gemm), finished in registers with the convolution epilogue
+// (bias, residual, activation) and stored in the storage dtype. The convolution drivers
+// (backends/cpu/conv/) pack and tile around it; the table is in gemm_table.cpp.
+//
+//   const GemmKernel* g = find_gemm_kernel(max_isa(), DType::f32);
+//   std::vector<uint8_t> a(packed_a_bytes(*g, m, k)), b(packed_b_bytes(*g, k, n));
+//   pack_a(*g, w, k, 1, m, k, a.data());                 // weights, once
+//   pack_b(*g, x, n, k, n, b.data());                    // activations, per tile
+//   std::vector<int64_t> steps = panel_offsets(*g, k);
+//   g->ukernel(mr, nc, k, a.data(), b.data(), steps.data(), y, ldy, GemmParams{});
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backends/cpu/cpu_features.h"
+#include "voxrt/dtype.h"
+
+namespace voxrt::cpu {
+
+enum class Activation : uint8_t { none, relu, leaky_relu };
+
+/// What a microkernel does after the k loop. Row i of the tile gets bias[i], then the residual
+/// tile (storage dtype, C's row stride), then the activation, and is stored in the storage dtype.
+struct GemmParams {
+  const float* bias = nullptr;
+  const void* residual = nullptr;
+  Activation act = Activation::none;
+  float alpha = 0.01f;  // LeakyRelu slope
+  /// Store the raw fp32 sums (no bias, residual or activation) whatever the storage dtype.
+  bool f32_out = false;
+};
+
+/// Computes rows [0, mr) and columns [0, nc) of one tile, mr <= MR, nc <= NR, over k steps.
+/// `a`: packed A micro-panel, MR values per step (rows >= mr are zero). B: step s reads NR
+/// contiguous panel elements at `b + b_offsets[s]` (offsets in elements), all finite; a packed
+/// micro-panel has offsets s * NR, a padded input row table gives implicit im2col. `c`: row-major
+/// with row stride `ldc` elements. Nothing needs alignment; `c` and the residual are written and
+/// read only inside [mr, nc).
+using GemmUkernel = void (*)(size_t mr, size_t nc, size_t k, const void* a, const void* b,
+                             const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p);
+
+/// Converts `n` contiguous values of the storage dtype into B panel elements.
+using PanelConvert = void (*)(const void* src, void* dst, size_t n);
+
+/// Element of a packed panel. f16_pair holds each fp16 value twice, so that a 32-bit broadcast
+/// (a plain load on x86) fills a vector with it.
+enum class PanelType : uint8_t { f32, f16, f16_pair };
+
+size_t panel_type_bytes(PanelType t);
+
+/// One row of the family's table.
+struct GemmKernel {
+  Isa isa;
+  const char* name;  // <dtypes>_gemm_<MR>x<NR>__<isa>
+  DType storage;     // dtype of the tensors it serves (X, W, bias, residual, Y)
+  PanelType a_panel, b_panel;
+  int mr, nr;
+  /// fp16 arithmetic: steps summed in fp16 before the partial sum is carried into fp32; 0 when
+  /// the kernel sums in fp32 throughout.
+  int k_carry;
+  GemmUkernel ukernel;
+  PanelConvert to_panel;
+};
+
+/// Every kernel, best first within each storage dtype.
+std::span<const GemmKernel> gemm_kernels();
+/// The first row for `storage` whose ISA is at most `max`, or nullptr.
+const GemmKernel* find_gemm_kernel(Isa max, DType storage);
+/// The row named `name`, or nullptr.
+const GemmKernel* find_gemm_kernel(const char* name);
+
+/// Bytes of A packed for m rows and k steps: ceil(m / MR) micro-panels of MR x k.
+size_t packed_a_bytes(const GemmKernel& g, int64_t m, int64_t k);
+/// Bytes of B packed for k steps and n columns: ceil(n / NR) micro-panels of k x NR.
+size_t packed_b_bytes(const GemmKernel& g, int64_t k, int64_t n);
+
+/// Packs A(i, s) = src[i * row_stride + s * step_stride], i < m, s < k, into micro-panels.
+void pack_a(const GemmKernel& g, const float* src, int64_t row_stride, int64_t step_stride,
+            int64_t m, int64_t k, void* dst);
+/// Packs a row-major k x n matrix of the storage dtype (row stride `ld`) into micro-panels,
+/// zero-filling the columns past n of the last one.
+void pack_b(const GemmKernel& g, const void* src, int64_t ld, int64_t k, int64_t n, void* dst);
+
+/// b_offsets of a packed micro-panel of k steps: s * NR.
+std::vector<int64_t> panel_offsets(const GemmKernel& g, int64_t k);
+
+/// The plain reference for any row: the same tile from the same panels, summed in double (or,
+/// for rows with k_carry, emulating fp16 fused multiply-adds with the row's carry into fp32).
+void gemm_reference(const GemmKernel& g, size_t mr, size_t nc, size_t k, const void* a,
+                    const void* b, const int64_t* b_offsets, void* c, size_t ldc,
+                    const GemmParams& p);
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,32 @@
+// The functions behind the rows of the gemm table (gemm_table.cpp); each is defined in the source
+// file named after its row, compiled with that row's ISA flags.
+#pragma once
+
+#include "backends/cpu/kernels/gemm/gemm.h"
+
+namespace voxrt::cpu {
+
+#define VOXRT_GEMM_UKERNEL(name)                                          \
+  void name(size_t mr, size_t nc, size_t k, const void* a, const void* b, \
+            const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p)
+
+VOXRT_GEMM_UKERNEL(f32_gemm_4x16_scalar);
+VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_4x16_scalar);
+VOXRT_GEMM_UKERNEL(f32_gemm_4x24_avx2);
+VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_4x24_avx2);
+VOXRT_GEMM_UKERNEL(f32_gemm_8x48_avx512);
+VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_8x48_avx512);
+VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_8x64_avx512fp16);
+
+#undef VOXRT_GEMM_UKERNEL
+
+void copy_f32_panel(const void* src, void* dst, size_t n);
+void copy_f16_panel(const void* src, void* dst, size_t n);
+void f16_to_f32_panel_scalar(const void* src, void* dst, size_t n);
+void f16_to_f32_panel_avx2(const void* src, void* dst, size_t n);
+void f16_to_f32_panel_avx512(const void* src, void* dst, size_t n);
+
+/// fp16 steps the AVX512-FP16 kernel sums before carrying into fp32.
+constexpr int kF16CarrySteps = 64;
+
+}  // namespace voxrt::cpu

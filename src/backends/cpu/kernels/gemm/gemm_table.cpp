@@ -1,0 +1,114 @@
+// The gemm family's table, and the packing that puts matrices into its rows' panel layouts.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/kernels/gemm/gemm.h"
+#include "backends/cpu/kernels/gemm/gemm_rows.h"
+#include "core/half.h"
+
+namespace voxrt::cpu {
+
+namespace {
+
+// Within each storage dtype, best first: find_gemm_kernel takes the first the ISA cap allows.
+constexpr GemmKernel kKernels[] = {
+    {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0,
+     f32_gemm_8x48_avx512, copy_f32_panel},
+    {Isa::avx2, "f32_gemm_4x24__avx2", DType::f32, PanelType::f32, PanelType::f32, 4, 24, 0,
+     f32_gemm_4x24_avx2, copy_f32_panel},
+    {Isa::scalar, "f32_gemm_4x16__scalar", DType::f32, PanelType::f32, PanelType::f32, 4, 16, 0,
+     f32_gemm_4x16_scalar, copy_f32_panel},
+    {Isa::avx512fp16, "f16_f16acc_gemm_8x64__avx512fp16", DType::f16, PanelType::f16_pair,
+     PanelType::f16, 8, 64, kF16CarrySteps, f16_f16acc_gemm_8x64_avx512fp16, copy_f16_panel},
+    {Isa::avx512, "f16_f32acc_gemm_8x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 48,
+     0, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512},
+    {Isa::avx2, "f16_f32acc_gemm_4x24__avx2", DType::f16, PanelType::f32, PanelType::f32, 4, 24, 0,
+     f16_f32acc_gemm_4x24_avx2, f16_to_f32_panel_avx2},
+    {Isa::scalar, "f16_f32acc_gemm_4x16__scalar", DType::f16, PanelType::f32, PanelType::f32, 4, 16,
+     0, f16_f32acc_gemm_4x16_scalar, f16_to_f32_panel_scalar},
+};
+
+int64_t blocks(int64_t n, int64_t b) {
+  return (n + b - 1) / b;
+}
+
+void put_panel(PanelType t, float v, uint8_t* dst) {
+  switch (t) {
+    case PanelType::f32: std::memcpy(dst, &v, 4); return;
+    case PanelType::f16: {
+      uint16_t h = float_to_half(v);
+      std::memcpy(dst, &h, 2);
+      return;
+    }
+    case PanelType::f16_pair: {
+      uint16_t h = float_to_half(v);
+      uint32_t pair = static_cast<uint32_t>(h) * 0x10001u;
+      std::memcpy(dst, &pair, 4);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+size_t panel_type_bytes(PanelType t) {
+  return t == PanelType::f16 ? 2 : 4;
+}
+
+std::span<const GemmKernel> gemm_kernels() {
+  return kKernels;
+}
+
+const GemmKernel* find_gemm_kernel(Isa max, DType storage) {
+  for (const GemmKernel& g : kKernels)
+    if (g.storage == storage && g.isa <= max) return &g;
+  return nullptr;
+}
+
+const GemmKernel* find_gemm_kernel(const char* name) {
+  for (const GemmKernel& g : kKernels)
+    if (std::strcmp(g.name, name) == 0) return &g;
+  return nullptr;
+}
+
+size_t packed_a_bytes(const GemmKernel& g, int64_t m, int64_t k) {
+  return static_cast<size_t>(blocks(m, g.mr) * g.mr * k) * panel_type_bytes(g.a_panel);
+}
+
+size_t packed_b_bytes(const GemmKernel& g, int64_t k, int64_t n) {
+  return static_cast<size_t>(blocks(n, g.nr) * g.nr * k) * panel_type_bytes(g.b_panel);
+}
+
+std::vector<int64_t> panel_offsets(const GemmKernel& g, int64_t k) {
+  std::vector<int64_t> off(static_cast<size_t>(k));
+  for (int64_t s = 0; s < k; ++s) off[static_cast<size_t>(s)] = s * g.nr;
+  return off;
+}
+
+void pack_a(const GemmKernel& g, const float* src, int64_t row_stride, int64_t step_stride,
+            int64_t m, int64_t k, void* dst) {
+  size_t eb = panel_type_bytes(g.a_panel);
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  for (int64_t i0 = 0; i0 < m; i0 += g.mr)
+    for (int64_t s = 0; s < k; ++s)
+      for (int64_t i = i0; i < i0 + g.mr; ++i, d += eb)
+        put_panel(g.a_panel, i < m ? src[i * row_stride + s * step_stride] : 0.0f, d);
+}
+
+void pack_b(const GemmKernel& g, const void* src, int64_t ld, int64_t k, int64_t n, void* dst) {
+  const size_t sb = dtype_size(g.storage), eb = panel_type_bytes(g.b_panel);
+  const int64_t panel = k * g.nr;
+  const uint8_t* s = static_cast<const uint8_t*>(src);
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  // Row by row, so the source is read in long sequential runs.
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t j0 = 0; j0 < n; j0 += g.nr) {
+      int64_t cols = std::min<int64_t>(g.nr, n - j0);
+      uint8_t* out = d + ((j0 / g.nr) * panel + r * g.nr) * eb;
+      g.to_panel(s + (r * ld + j0) * sb, out, static_cast<size_t>(cols));
+      std::memset(out + cols * eb, 0, (g.nr - cols) * eb);
+    }
+}
+
+}  // namespace voxrt::cpu

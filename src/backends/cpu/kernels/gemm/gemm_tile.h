@@ -1,0 +1,87 @@
+// The body of the fp32-arithmetic gemm microkernels, written once over a vector traits type V
+// (scalar, AVX2, AVX-512). Each ISA source includes it with its own traits and compile flags, so
+// every instantiation depends on V: no inline code is shared between ISA translation units.
+//
+// V provides: type Vec, lanes W, zero(), set1(float), load(const float*), load(const uint16_t*),
+// store(float*, Vec), store(uint16_t*, Vec), fmadd(a, b, c) = a * b + c, add, relu, leaky(v,
+// alpha). uint16_t is the fp16 storage type.
+#pragma once
+
+#include <cstring>
+
+#include "backends/cpu/kernels/gemm/gemm.h"
+
+namespace voxrt::cpu::gemm_detail {
+
+template <class V, class Out, int MR, int NV>
+inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, Out* c,
+                        size_t ldc, const float* bias, const Out* residual, Activation act,
+                        float alpha) {
+  using Vec = typename V::Vec;
+  constexpr int NR = NV * V::W;
+  const bool full = nc == NR;
+  Out tmp_out[NR];
+  Out tmp_res[NR];
+  const Vec slope = V::set1(alpha);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if (static_cast<size_t>(i) >= mr) break;
+    Out* row = c + i * ldc;
+    const Out* res = residual ? residual + i * ldc : nullptr;
+    if (res && !full) {
+      std::memset(tmp_res, 0, sizeof(tmp_res));
+      std::memcpy(tmp_res, res, nc * sizeof(Out));
+      res = tmp_res;
+    }
+    Out* dst = full ? row : tmp_out;
+    const Vec b = bias ? V::set1(bias[i]) : V::zero();
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) {
+      Vec v = V::add(acc[i][j], b);
+      if (res) v = V::add(v, V::load(res + j * V::W));
+      if (act == Activation::relu)
+        v = V::relu(v);
+      else if (act == Activation::leaky_relu)
+        v = V::leaky(v, slope);
+      V::store(dst + j * V::W, v);
+    }
+    if (!full) std::memcpy(row, tmp_out, nc * sizeof(Out));
+  }
+}
+
+/// C tile = A micro-panel (fp32, MR per step) x B rows (fp32, NR = NV * W per step, at
+/// b_base + b_offsets[step]), then the epilogue, stored as Out (float or fp16 bits).
+template <class V, class Out, int MR, int NV>
+inline void gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const void* b_base,
+                      const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p) {
+  using Vec = typename V::Vec;
+  const float* a = static_cast<const float*>(a_panel);
+  const float* b_rows = static_cast<const float*>(b_base);
+  Vec acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+  for (size_t s = 0; s < k; ++s) {
+    const float* b = b_rows + b_offsets[s];
+    Vec bv[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * V::W);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const Vec av = V::set1(a[i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+    }
+    a += MR;
+  }
+  if (p.f32_out) {
+    finish_tile<V, float, MR, NV>(acc, mr, nc, static_cast<float*>(c), ldc, nullptr, nullptr,
+                                  Activation::none, 0.0f);
+    return;
+  }
+  finish_tile<V, Out, MR, NV>(acc, mr, nc, static_cast<Out*>(c), ldc, p.bias,
+                              static_cast<const Out*>(p.residual), p.act, p.alpha);
+}
+
+}  // namespace voxrt::cpu::gemm_detail

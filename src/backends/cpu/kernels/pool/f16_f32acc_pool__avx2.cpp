@@ -1,0 +1,11 @@
+#include "backends/cpu/kernels/vec/vec_avx2.h"
+#include "backends/cpu/kernels/pool/pool_impl.h"
+
+namespace voxrt::cpu {
+
+const PoolKernels* f16_pool_avx2() {
+  static constexpr PoolKernels k = PoolImpl<VecAvx2, Half>::table("f16_f32acc_pool__avx2");
+  return &k;
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,11 @@
+#include "backends/cpu/kernels/vec/vec_avx512.h"
+#include "backends/cpu/kernels/pool/pool_impl.h"
+
+namespace voxrt::cpu {
+
+const PoolKernels* f16_pool_avx512() {
+  static constexpr PoolKernels k = PoolImpl<VecAvx512, Half>::table("f16_f32acc_pool__avx512");
+  return &k;
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,66 @@
+// The resize kernels written once over a vector type S and a storage type T.
+#pragma once
+
+#include "backends/cpu/kernels/eltwise/eltwise_impl.h"
+#include "backends/cpu/kernels/resize/resize.h"
+
+namespace voxrt::cpu {
+namespace {
+
+template <class S, class T>
+struct ResizeImpl {
+  using V = typename S::V;
+  static constexpr int W = S::kWidth;
+
+  static void blend_rows(const void* const* rows_v, const float* w, int nrows, float* tmp,
+                         int64_t n) {
+    const T* const* rows = reinterpret_cast<const T* const*>(rows_v);
+    for_vectors<S>(n, [&](int64_t i, int c) {
+      V acc = S::mul(load_n<S>(rows[0] + i, c), S::set1(w[0]));
+      for (int r = 1; r < nrows; ++r) acc = S::fmadd(load_n<S>(rows[r] + i, c), S::set1(w[r]), acc);
+      store_n<S>(tmp + i, acc, c);
+    });
+  }
+
+  static void lerp(const float* tmp, const int32_t* x0, const int32_t* x1, const float* w0,
+                   const float* w1, void* y_v, int64_t n) {
+    T* y = static_cast<T*>(y_v);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+      V a = S::gather(tmp, x0 + i), b = S::gather(tmp, x1 + i);
+      S::store(y + i, S::fmadd(b, S::load(w1 + i), S::mul(a, S::load(w0 + i))));
+    }
+    for (; i < n; ++i) {
+      float v = w0[i] * tmp[x0[i]] + w1[i] * tmp[x1[i]];
+      S::store_partial(y + i, S::set1(v), 1);
+    }
+  }
+
+  static void lerp_x2(const float* tmp, void* y_v, int64_t n) {
+    T* y = static_cast<T*>(y_v);
+    const V q = S::set1(0.25f), tq = S::set1(0.75f);
+    for_vectors<S>(n, [&](int64_t i, int c) {
+      V prev = load_n<S>(tmp + i - 1, c), cur = load_n<S>(tmp + i, c),
+        next = load_n<S>(tmp + i + 1, c);
+      V ev = S::fmadd(cur, tq, S::mul(prev, q));
+      V od = S::fmadd(cur, tq, S::mul(next, q));
+      V lo, hi;
+      S::interleave(ev, od, lo, hi);
+      if (c == W) {
+        S::store(y + 2 * i, lo);
+        S::store(y + 2 * i + W, hi);
+      } else {
+        int c2 = 2 * c;
+        S::store_partial(y + 2 * i, lo, c2 < W ? c2 : W);
+        if (c2 > W) S::store_partial(y + 2 * i + W, hi, c2 - W);
+      }
+    });
+  }
+
+  static constexpr ResizeKernels table(const char* name) {
+    return {name, &blend_rows, &lerp, &lerp_x2};
+  }
+};
+
+}  // namespace
+}  // namespace voxrt::cpu

@@ -1,0 +1,11 @@
+#include "backends/cpu/kernels/vec/vec_avx512.h"
+#include "backends/cpu/kernels/softmax/softmax_impl.h"
+
+namespace voxrt::cpu {
+
+const SoftmaxKernels* f32_softmax_avx512() {
+  static constexpr SoftmaxKernels k = SoftmaxImpl<VecAvx512, float>::table("f32_softmax__avx512");
+  return &k;
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,388 @@
+// The CPU backend's Conv, voxrt.FusedConv and ConvTranspose (gemm drivers) against the reference
+// ops on random shapes and attributes, for f32 and f16, under every ISA cap this CPU allows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/cpu_op.h"
+#include "backends/cpu/kernels/gemm/gemm.h"
+#include "backends/ref/tensor_math.h"
+#include "runtime/thread_pool.h"
+
+namespace voxrt::cpu {
+namespace {
+
+struct ConvCase {
+  std::string op = "Conv";  // Conv, FusedConv or ConvTranspose
+  Shape x, w;
+  bool bias = true;
+  bool residual = false;   // FusedConv only
+  std::string activation;  // FusedConv only: "", Relu, LeakyRelu
+  std::map<std::string, ir::Attribute> attrs;
+
+  ConvCase& ints(const std::string& n, std::vector<int64_t> v) {
+    attrs[n].kind = ir::Attribute::Kind::is;
+    attrs[n].is = std::move(v);
+    return *this;
+  }
+  ConvCase& i(const std::string& n, int64_t v) {
+    attrs[n].kind = ir::Attribute::Kind::i;
+    attrs[n].i = v;
+    return *this;
+  }
+  ConvCase& s(const std::string& n, std::string v) {
+    attrs[n].kind = ir::Attribute::Kind::s;
+    attrs[n].s = std::move(v);
+    return *this;
+  }
+  std::string str() const {
+    std::string t = op + " x" + shape_str(x) + " w" + shape_str(w) + (bias ? " bias" : "") +
+                    (residual ? " residual" : "") + (activation.empty() ? "" : " " + activation);
+    for (const auto& [name, a] : attrs) {
+      t += " " + name + "=";
+      if (a.kind == ir::Attribute::Kind::is)
+        for (size_t k = 0; k < a.is.size(); ++k) t += (k ? "," : "") + std::to_string(a.is[k]);
+      else if (a.kind == ir::Attribute::Kind::i)
+        t += std::to_string(a.i);
+      else
+        t += a.s;
+    }
+    return t;
+  }
+};
+
+Tensor random_tensor(DType t, const Shape& shape, std::mt19937& rng, double lo, double hi) {
+  Tensor x = Tensor::empty(t, shape);
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = d(rng);
+    ref::store(x, i, v == 0 ? 0.5 : v);
+  }
+  return x;
+}
+
+// A one-node graph with W and B as constants, the reference op for it, and its output shape.
+struct Built {
+  ir::Graph graph;
+  Tensor x, w, b, residual;
+  Shape y;
+};
+
+// Returns false when the case's shapes are invalid (the reference refuses them).
+bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
+  ir::Graph& g = out.graph;
+  g.model_name = "conv_test.onnx";
+  g.opset = 17;
+  auto value = [&](const std::string& name) {
+    int v = g.add_value(name);
+    g.values[static_cast<size_t>(v)].dtype = t;
+    return v;
+  };
+  out.x = random_tensor(t, c.x, rng, -1, 1);
+  double wscale = 1.0 / std::sqrt(static_cast<double>(shape_numel(c.w) / c.w[0]));
+  out.w = random_tensor(t, c.w, rng, -2 * wscale, 2 * wscale);
+  int64_t m = c.op == "ConvTranspose"
+                  ? c.w[1] * (c.attrs.count("group") ? c.attrs.at("group").i : 1)
+                  : c.w[0];
+  out.b = random_tensor(t, {m}, rng, -0.5, 0.5);
+  ir::Node n;
+  n.name = "n0";
+  n.op_type = c.op;
+  n.domain = c.op == "FusedConv" ? kInternalDomain : "";
+  n.opset = 17;
+  int xv = value("x"), wv = value("w"), bv = c.bias ? value("b") : -1;
+  g.inputs.push_back(xv);
+  g.constants[wv] = out.w;
+  if (bv >= 0) g.constants[bv] = out.b;
+  n.inputs = {xv, wv, bv};
+  n.outputs = {value("y")};
+  n.attrs.items = c.attrs;
+  if (c.op == "FusedConv") {
+    n.attrs.items["activation"].kind = ir::Attribute::Kind::s;
+    n.attrs.items["activation"].s = c.activation;
+    n.attrs.items["alpha"].kind = ir::Attribute::Kind::f;
+    n.attrs.items["alpha"].f = 0.2f;
+  }
+  n.attrs.where = g.where(n);
+  std::vector<ValueMeta> meta = {{true, t, c.x, nullptr}, {true, t, c.w, &out.w}, {}};
+  if (c.bias) meta[2] = {true, t, {m}, &out.b};
+  try {
+    ir::Node conv = n;
+    conv.op_type = c.op == "FusedConv" ? "Conv" : c.op;
+    conv.domain.clear();
+    conv.attrs.items.erase("activation");
+    conv.attrs.items.erase("alpha");
+    out.y = OpRegistry::instance().create(conv, g)->infer_shapes(meta)[0];
+  } catch (const Error&) {
+    return false;
+  }
+  if (shape_numel(out.y) == 0) return false;
+  if (c.residual) {
+    out.residual = random_tensor(t, out.y, rng, -1, 1);
+    n.inputs.push_back(value("r"));
+  }
+  g.nodes.push_back(n);
+  return true;
+}
+
+double rel_l2(const Tensor& got, const Tensor& want) {
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double w = ref::load(want, i), e = ref::load(got, i) - w;
+    err += e * e;
+    norm += w * w;
+  }
+  return std::sqrt(err / std::max(norm, 1e-300));
+}
+
+// Lowers the case at `isa`, runs it on `pool` (may be null), and compares with the reference.
+void check(const ConvCase& c, DType t, Isa isa, ThreadPool* pool, std::mt19937& rng) {
+  Built b;
+  ASSERT_TRUE(build(c, t, rng, b)) << "invalid test case: " << c.str();
+  const ir::Node& n = b.graph.nodes[0];
+  std::vector<const Tensor*> in = {&b.x, &b.w, c.bias ? &b.b : nullptr};
+  if (c.residual) in.push_back(&b.residual);
+  std::vector<Tensor> want = {Tensor::zeros(t, b.y)};
+  OpRegistry::instance().create(n, b.graph)->compute(in, want);
+
+  std::unique_ptr<Op> fast =
+      CpuRegistry::instance().lower(n, b.graph, OpRegistry::instance().create(n, b.graph), isa);
+  const GemmKernel* row = find_gemm_kernel(isa, t);
+  ASSERT_EQ(fast->kernel_name(), row->name) << c.str() << ": the lowering declined";
+  // NaN everywhere: every element must be written.
+  std::vector<Tensor> got = {Tensor::empty(t, b.y)};
+  std::memset(got[0].raw(), 0xff, got[0].nbytes());
+  fast->run(RunContext{pool}, in, got);
+  double err = rel_l2(got[0], want[0]);
+  double tol = t == DType::f32 ? 1e-5 : 1e-2;
+  EXPECT_LT(err, tol) << row->name << " " << dtype_name(t) << " " << c.str()
+                      << (pool ? " threads=" + std::to_string(pool->size()) : "");
+}
+
+ConvCase random_conv(std::mt19937& rng, int rank) {
+  auto pick = [&](std::vector<int64_t> v) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  ConvCase c;
+  int64_t group = pick({1, 1, 1, 2, 3}), cg = pick({1, 2, 3, 5}), mg = pick({1, 2, 4, 7, 9, 17});
+  c.x = {pick({1, 2}), group * cg};
+  c.w = {group * mg, cg};
+  std::vector<int64_t> strides, dilations, pads(2 * static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) {
+    int64_t k = pick({1, 2, 3, 3});
+    c.w.push_back(k);
+    c.x.push_back(rank == 3 ? pick({3, 5, 6, 9}) : pick({4, 7, 12, 19, 50}));
+    strides.push_back(pick({1, 1, 2}));
+    dilations.push_back(pick({1, 1, 2}));
+    pads[static_cast<size_t>(d)] = std::uniform_int_distribution<int64_t>(0, k - 1)(rng);
+    pads[static_cast<size_t>(d + rank)] = std::uniform_int_distribution<int64_t>(0, k - 1)(rng);
+  }
+  c.ints("strides", strides).ints("dilations", dilations);
+  if (group > 1) c.i("group", group);
+  int mode = static_cast<int>(pick({0, 0, 1, 2, 3}));
+  if (mode == 0)
+    c.ints("pads", pads);
+  else
+    c.s("auto_pad", mode == 1 ? "SAME_UPPER" : mode == 2 ? "SAME_LOWER" : "VALID");
+  c.bias = pick({0, 1}) == 1;
+  return c;
+}
+
+ConvCase random_conv_transpose(std::mt19937& rng, int rank) {
+  auto pick = [&](std::vector<int64_t> v) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  ConvCase c;
+  c.op = "ConvTranspose";
+  int64_t group = pick({1, 1, 2}), cg = pick({1, 3, 8}), mg = pick({1, 2, 5, 9});
+  c.x = {pick({1, 2}), group * cg};
+  c.w = {group * cg, mg};
+  std::vector<int64_t> strides, dilations, pads(2 * static_cast<size_t>(rank)), extra;
+  for (int d = 0; d < rank; ++d) {
+    int64_t k = pick({1, 2, 3}), s = pick({1, 2, 3}), dil = pick({1, 1, 2});
+    c.w.push_back(k);
+    c.x.push_back(rank == 3 ? pick({2, 3, 5}) : pick({3, 6, 11}));
+    strides.push_back(s);
+    dilations.push_back(dil);
+    pads[static_cast<size_t>(d)] = std::uniform_int_distribution<int64_t>(0, k - 1)(rng);
+    pads[static_cast<size_t>(d + rank)] = std::uniform_int_distribution<int64_t>(0, k - 1)(rng);
+    extra.push_back(std::uniform_int_distribution<int64_t>(0, std::max(s, dil) - 1)(rng));
+  }
+  c.ints("strides", strides).ints("dilations", dilations).ints("pads", pads);
+  c.ints("output_padding", extra);
+  if (group > 1) c.i("group", group);
+  c.bias = pick({0, 1}) == 1;
+  return c;
+}
+
+// Shapes that UNets use, including the tile edges of every kernel row.
+std::vector<ConvCase> unet_cases() {
+  std::vector<ConvCase> v;
+  auto conv = [&](Shape x, Shape w) {
+    ConvCase c;
+    c.x = std::move(x);
+    c.w = std::move(w);
+    v.push_back(c);
+    return &v.back();
+  };
+  conv({1, 8, 10, 9, 11}, {8, 8, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
+  conv({2, 1, 12, 12, 12}, {8, 1, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
+  conv({1, 4, 9, 10, 13}, {16, 4, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
+  conv({1, 16, 7, 8, 9}, {3, 16, 1, 1, 1})->bias = false;
+  conv({1, 8, 11, 10, 9}, {16, 8, 3, 3, 3})
+      ->ints("pads", {1, 1, 1, 1, 1, 1})
+      .ints("strides", {2, 2, 2});
+  conv({1, 8, 10, 10, 10}, {16, 8, 2, 2, 2})->ints("strides", {2, 2, 2});
+  conv({1, 6, 20, 23}, {10, 6, 3, 3})->ints("pads", {1, 1, 1, 1});
+  conv({2, 3, 50}, {5, 3, 5})->ints("pads", {2, 2});
+  conv({1, 2, 5, 6, 7}, {50, 2, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
+  for (const char* act : {"", "Relu", "LeakyRelu"})
+    for (bool residual : {false, true}) {
+      ConvCase* c = conv({1, 8, 6, 7, 9}, {12, 8, 3, 3, 3});
+      c->op = "FusedConv";
+      c->activation = act;
+      c->residual = residual;
+      c->ints("pads", {1, 1, 1, 1, 1, 1});
+    }
+  auto up = [&](Shape x, Shape w) {
+    ConvCase c;
+    c.op = "ConvTranspose";
+    c.x = std::move(x);
+    c.w = std::move(w);
+    v.push_back(c);
+    return &v.back();
+  };
+  up({1, 16, 5, 6, 7}, {16, 8, 2, 2, 2})->ints("strides", {2, 2, 2});
+  up({2, 8, 9, 10}, {8, 4, 2, 2})->ints("strides", {2, 2});
+  up({1, 6, 4, 5, 3}, {6, 3, 3, 3, 3})
+      ->ints("strides", {2, 2, 2})
+      .ints("pads", {1, 1, 1, 1, 1, 1})
+      .ints("output_padding", {1, 1, 1});
+  up({1, 4, 5, 5, 5}, {4, 6, 2, 2, 2});
+  up({1, 4, 6, 7}, {4, 3, 3, 3})->i("group", 2).ints("dilations", {2, 2}).bias = false;
+  return v;
+}
+
+const Isa kIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512fp16};
+
+class ConvLoweringTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (cpu_features().detected < GetParam())
+      GTEST_SKIP() << "this CPU has no " << isa_name(GetParam()) << "; its kernels are not run";
+  }
+};
+
+TEST_P(ConvLoweringTest, UNetShapesMatchReference) {
+  ThreadPool pool(3);
+  std::mt19937 rng(11);
+  int k = 0;
+  for (const ConvCase& c : unet_cases())
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+}
+
+TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(5);
+  int done = 0;
+  for (int attempt = 0; done < 60 && attempt < 1000; ++attempt) {
+    ConvCase c = random_conv(rng, 1 + attempt % 3);
+    if (attempt % 4 == 3) {
+      c.op = "FusedConv";
+      c.residual = attempt % 8 == 3;
+      c.activation = attempt % 3 == 0 ? "Relu" : "LeakyRelu";
+    }
+    Built probe;
+    std::mt19937 probe_rng(1);
+    if (!build(c, DType::f32, probe_rng, probe)) continue;
+    ++done;
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), done % 2 ? &pool : nullptr, rng);
+  }
+  EXPECT_EQ(done, 60);
+}
+
+TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(9);
+  int done = 0;
+  for (int attempt = 0; done < 40 && attempt < 1000; ++attempt) {
+    ConvCase c = random_conv_transpose(rng, 1 + attempt % 3);
+    Built probe;
+    std::mt19937 probe_rng(1);
+    if (!build(c, DType::f32, probe_rng, probe)) continue;
+    ++done;
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), done % 2 ? &pool : nullptr, rng);
+  }
+  EXPECT_EQ(done, 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, ConvLoweringTest, ::testing::ValuesIn(kIsas),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(isa_name(info.param));
+                         });
+
+// One lowered op serves concurrent runs (a Session's concurrent Run calls): scratch is per call.
+TEST(ConvLowering, ConcurrentRunsOfOneOpAgree) {
+  std::mt19937 rng(4);
+  ConvCase c;
+  c.x = {1, 6, 9, 10, 11};
+  c.w = {10, 6, 3, 3, 3};
+  c.ints("pads", {1, 1, 1, 1, 1, 1});
+  Built b;
+  ASSERT_TRUE(build(c, DType::f32, rng, b));
+  const ir::Node& n = b.graph.nodes[0];
+  std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
+      n, b.graph, OpRegistry::instance().create(n, b.graph), cpu_features().detected);
+  std::vector<const Tensor*> in = {&b.x, &b.w, &b.b};
+  std::vector<Tensor> want = {Tensor::zeros(DType::f32, b.y)};
+  fast->run(RunContext{}, in, want);
+  ThreadPool pool(2);
+  std::vector<std::vector<Tensor>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) {
+    got[i] = {Tensor::zeros(DType::f32, b.y)};
+    threads.emplace_back([&, i] {
+      for (int rep = 0; rep < 5; ++rep) fast->run(RunContext{i % 2 ? &pool : nullptr}, in, got[i]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& g : got) EXPECT_EQ(std::memcmp(g[0].raw(), want[0].raw(), want[0].nbytes()), 0);
+}
+
+TEST(ConvLowering, DeclinesWhatTheKernelsDoNotCover) {
+  std::mt19937 rng(1);
+  auto lowered_name = [&](const ConvCase& c, DType t, bool constant_w) {
+    Built b;
+    EXPECT_TRUE(build(c, t, rng, b)) << c.str();
+    if (!constant_w) b.graph.constants.erase(b.graph.nodes[0].inputs[1]);
+    const ir::Node& n = b.graph.nodes[0];
+    return CpuRegistry::instance()
+        .lower(n, b.graph, OpRegistry::instance().create(n, b.graph), Isa::scalar)
+        ->kernel_name();
+  };
+  ConvCase c;
+  c.x = {1, 2, 5, 5};
+  c.w = {3, 2, 3, 3};
+  EXPECT_NE(lowered_name(c, DType::f32, true), "ref");
+  EXPECT_EQ(lowered_name(c, DType::f64, true), "ref");
+  EXPECT_EQ(lowered_name(c, DType::bf16, true), "ref");
+  EXPECT_EQ(lowered_name(c, DType::f32, false), "ref");
+  ConvCase t;
+  t.op = "ConvTranspose";
+  t.x = {1, 2, 4, 4};
+  t.w = {2, 3, 2, 2};
+  t.ints("output_shape", {8, 8}).ints("strides", {2, 2});
+  EXPECT_EQ(lowered_name(t, DType::f32, true), "ref");
+}
+
+}  // namespace
+}  // namespace voxrt::cpu

@@ -1,0 +1,248 @@
+// Every row of the gemm table against the family's reference (gemm_reference) on the same packed
+// panels: sizes equal to the tile, multiples, smaller, larger and prime, random data, each
+// epilogue; rows whose ISA this CPU lacks are skipped with a message.
+#include "backends/cpu/kernels/gemm/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_features.h"
+#include "core/half.h"
+
+namespace voxrt::cpu {
+namespace {
+
+struct Problem {
+  int64_t m, n, k;
+  Activation act;
+  bool bias, residual, f32_out;
+  bool b_rows;  // B read as rows of a wider matrix (b_offsets s * ld) instead of packed panels
+};
+
+// Storage-dtype values in [lo, hi), never exactly zero.
+std::vector<uint8_t> random_storage(DType t, int64_t count, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<uint8_t> out(static_cast<size_t>(count) * dtype_size(t));
+  for (int64_t i = 0; i < count; ++i) {
+    float v = d(rng);
+    if (v == 0) v = 0.5f;
+    if (t == DType::f16)
+      reinterpret_cast<uint16_t*>(out.data())[i] = float_to_half(v);
+    else
+      reinterpret_cast<float*>(out.data())[i] = v;
+  }
+  return out;
+}
+
+double load(DType t, const uint8_t* base, int64_t i) {
+  if (t == DType::f16) return half_to_float(reinterpret_cast<const uint16_t*>(base)[i]);
+  return reinterpret_cast<const float*>(base)[i];
+}
+
+// Runs `fn` (a row's ukernel or the reference for that row) over the whole m x n product tile by
+// tile, as a driver would, into c (row stride ldc). `b_at(j0)` is the B base of columns j0...
+template <class BAt, class Fn>
+void run_tiles(const GemmKernel& g, const Problem& pr, const uint8_t* a, BAt b_at,
+               const int64_t* b_offsets, const std::vector<float>& bias,
+               const std::vector<uint8_t>& residual, uint8_t* c, int64_t ldc, Fn fn) {
+  size_t ab = panel_type_bytes(g.a_panel);
+  size_t cb = pr.f32_out ? 4 : dtype_size(g.storage);
+  for (int64_t i0 = 0; i0 < pr.m; i0 += g.mr)
+    for (int64_t j0 = 0; j0 < pr.n; j0 += g.nr) {
+      GemmParams p;
+      p.bias = pr.bias ? bias.data() + i0 : nullptr;
+      p.residual =
+          pr.residual ? residual.data() + (i0 * ldc + j0) * dtype_size(g.storage) : nullptr;
+      p.act = pr.act;
+      p.alpha = 0.125f;
+      p.f32_out = pr.f32_out;
+      fn(static_cast<size_t>(std::min<int64_t>(g.mr, pr.m - i0)),
+         static_cast<size_t>(std::min<int64_t>(g.nr, pr.n - j0)), static_cast<size_t>(pr.k),
+         a + i0 * pr.k * ab, b_at(j0), b_offsets, c + (i0 * ldc + j0) * cb,
+         static_cast<size_t>(ldc), p);
+    }
+}
+
+void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
+  std::string what = std::string(g.name) + " m=" + std::to_string(pr.m) +
+                     " n=" + std::to_string(pr.n) + " k=" + std::to_string(pr.k) +
+                     " act=" + std::to_string(static_cast<int>(pr.act)) + (pr.bias ? " bias" : "") +
+                     (pr.residual ? " residual" : "") + (pr.f32_out ? " f32_out" : "") +
+                     (pr.b_rows ? " b_rows" : "");
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> a(static_cast<size_t>(pr.m * pr.k));
+  for (float& v : a) {
+    v = d(rng);
+    if (v == 0) v = 0.25f;
+  }
+  std::vector<uint8_t> b = random_storage(g.storage, pr.k * pr.n, rng, -1, 1);
+  std::vector<float> bias(static_cast<size_t>(pr.m + g.mr));
+  for (float& v : bias) v = d(rng);
+  const int64_t ldc = pr.n + 3;
+  std::vector<uint8_t> residual = random_storage(g.storage, pr.m * ldc, rng, -2, 2);
+
+  std::vector<uint8_t> ap(packed_a_bytes(g, pr.m, pr.k));
+  pack_a(g, a.data(), pr.k, 1, pr.m, pr.k, ap.data());
+  // B as packed micro-panels, or as the rows of a wider matrix of panel elements whose columns
+  // past n hold other (finite) data.
+  const size_t bb = panel_type_bytes(g.b_panel);
+  std::vector<uint8_t> bp;
+  std::vector<int64_t> offsets;
+  const int64_t ldb = pr.n + g.nr + 5;
+  if (pr.b_rows) {
+    std::vector<uint8_t> extra = random_storage(g.storage, ldb, rng, -1, 1);
+    bp.resize(static_cast<size_t>(pr.k * ldb) * bb);
+    for (int64_t s = 0; s < pr.k; ++s) {
+      uint8_t* row = bp.data() + s * ldb * bb;
+      g.to_panel(b.data() + s * pr.n * dtype_size(g.storage), row, static_cast<size_t>(pr.n));
+      g.to_panel(extra.data(), row + pr.n * bb, static_cast<size_t>(ldb - pr.n));
+      offsets.push_back(s * ldb);
+    }
+  } else {
+    bp.resize(packed_b_bytes(g, pr.k, pr.n));
+    pack_b(g, b.data(), pr.n, pr.k, pr.n, bp.data());
+    offsets = panel_offsets(g, pr.k);
+  }
+  auto b_at = [&](int64_t j0) {
+    return bp.data() + (pr.b_rows ? j0 : j0 * pr.k) * static_cast<int64_t>(bb);
+  };
+
+  DType out_t = pr.f32_out ? DType::f32 : g.storage;
+  size_t cb = dtype_size(out_t);
+  // Poisoned with a pattern, to see writes outside [m, n) and the row padding.
+  std::vector<uint8_t> got(static_cast<size_t>(pr.m * ldc) * cb, 0x7b), want = got;
+  run_tiles(g, pr, ap.data(), b_at, offsets.data(), bias, residual, got.data(), ldc, g.ukernel);
+  run_tiles(g, pr, ap.data(), b_at, offsets.data(), bias, residual, want.data(), ldc,
+            [&](size_t mr, size_t nc, size_t k, const void* pa, const void* pb, const int64_t* off,
+                void* c, size_t l,
+                const GemmParams& p) { gemm_reference(g, mr, nc, k, pa, pb, off, c, l, p); });
+
+  // Error bounds: fp32 sums are within (k + 2) * 2^-24 of the sum of magnitudes; fp16 stores
+  // within half an fp16 ulp (both sides round, so one ulp apart); fp16 arithmetic is emulated
+  // step by step by the reference, so only the epilogue's order differs.
+  const double u32 = std::ldexp(1.0, -24);
+  for (int64_t i = 0; i < pr.m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      int64_t at = i * ldc + j;
+      if (j >= pr.n) {
+        ASSERT_EQ(got[static_cast<size_t>(at * cb)], 0x7b) << what << ": wrote past column n";
+        continue;
+      }
+      double scale = 1;
+      for (int64_t s = 0; s < pr.k; ++s)
+        scale += std::fabs(a[static_cast<size_t>(i * pr.k + s)] *
+                           load(g.storage, b.data(), s * pr.n + j));
+      double w = load(out_t, want.data(), at), v = load(out_t, got.data(), at);
+      double tol = (pr.k + 4) * u32 * scale;
+      if (out_t == DType::f16) tol += std::ldexp(std::fabs(w), -10);
+      if (g.k_carry > 0) tol += std::ldexp(scale, -11);
+      ASSERT_NEAR(v, w, tol) << what << ", element (" << i << ", " << j << ")";
+    }
+}
+
+class GemmRowTest : public ::testing::TestWithParam<const GemmKernel*> {};
+
+TEST_P(GemmRowTest, MatchesReferenceOnTileEdgeAndPrimeSizes) {
+  const GemmKernel& g = *GetParam();
+  if (cpu_features().detected < g.isa)
+    GTEST_SKIP() << "this CPU has no " << isa_name(g.isa) << ", so " << g.name << " is not run";
+  std::mt19937 rng(7);
+  const int64_t mr = g.mr, nr = g.nr;
+  std::vector<int64_t> ms = {1, mr - 1, mr, mr + 1, 2 * mr, 3 * mr + 5, 13};
+  std::vector<int64_t> ns = {1, nr - 1, nr, nr + 1, 2 * nr, 3 * nr + 7, 97};
+  std::vector<int64_t> ks = {1, 2, 7, 27, 64, 97, 300};
+  if (g.k_carry > 0)
+    ks.insert(ks.end(), {g.k_carry - 1, g.k_carry, g.k_carry + 1, 2 * g.k_carry + 3});
+  const Activation acts[] = {Activation::none, Activation::relu, Activation::leaky_relu};
+  int variant = 0;
+  for (int64_t m : ms)
+    for (int64_t n : ns)
+      for (int64_t k : ks) {
+        if (m < 1) continue;
+        ++variant;
+        Problem p{m,
+                  n,
+                  k,
+                  acts[variant % 3],
+                  variant % 2 == 0,
+                  variant % 5 < 2,
+                  variant % 7 == 0,
+                  variant % 4 == 1};
+        check_row(g, p, rng);
+        if (HasFatalFailure()) return;
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, GemmRowTest, ::testing::ValuesIn([] {
+                           std::vector<const GemmKernel*> rows;
+                           for (const GemmKernel& g : gemm_kernels()) rows.push_back(&g);
+                           return rows;
+                         }()),
+                         [](const ::testing::TestParamInfo<const GemmKernel*>& info) {
+                           std::string name;
+                           for (const char* c = info.param->name; *c; ++c)
+                             if (*c != '_' || c[1] != '_') name += *c;
+                           return name;
+                         });
+
+TEST(GemmTable, EveryStorageDtypeHasAPortableRowAndNamesAreUnique) {
+  for (DType t : {DType::f32, DType::f16}) {
+    const GemmKernel* g = find_gemm_kernel(Isa::scalar, t);
+    ASSERT_NE(g, nullptr) << dtype_name(t);
+    EXPECT_EQ(g->isa, Isa::scalar);
+  }
+  for (const GemmKernel& a : gemm_kernels()) {
+    EXPECT_EQ(find_gemm_kernel(a.name), &a) << a.name;
+    EXPECT_NE(std::string(a.name).find(std::string("__") + isa_name(a.isa)), std::string::npos)
+        << a.name << " does not end in its ISA";
+  }
+  EXPECT_EQ(find_gemm_kernel(Isa::amx, DType::f64), nullptr);
+}
+
+// The fp16-arithmetic design (fp16 fused multiply-adds, carried into fp32 every k_carry steps)
+// on UNet-like data: non-negative activations, zero-mean weights scaled by 1/sqrt(k). Uses the
+// emulating reference, so it holds on every CPU; the hardware row matches the reference above.
+TEST(GemmF16Arithmetic, CarryKeepsRelativeL2ErrorWellUnderOnePercent) {
+  const GemmKernel* g = find_gemm_kernel(Isa::avx512fp16, DType::f16);
+  ASSERT_NE(g, nullptr);
+  ASSERT_GT(g->k_carry, 0) << g->name;
+  std::mt19937 rng(3);
+  for (int64_t k : {27, 432, 864, 1728, 3456}) {
+    const int64_t m = g->mr, n = g->nr;
+    std::normal_distribution<float> wd(0, 1 / std::sqrt(static_cast<float>(k)));
+    std::vector<float> w(static_cast<size_t>(m * k));
+    for (float& v : w) v = wd(rng);
+    std::vector<uint8_t> x = random_storage(DType::f16, k * n, rng, 0, 2);
+    std::vector<uint8_t> ap(packed_a_bytes(*g, m, k)), bp(packed_b_bytes(*g, k, n));
+    pack_a(*g, w.data(), k, 1, m, k, ap.data());
+    pack_b(*g, x.data(), n, k, n, bp.data());
+    std::vector<float> got(static_cast<size_t>(m * n));
+    GemmParams p;
+    p.f32_out = true;
+    std::vector<int64_t> offsets = panel_offsets(*g, k);
+    gemm_reference(*g, static_cast<size_t>(m), static_cast<size_t>(n), static_cast<size_t>(k),
+                   ap.data(), bp.data(), offsets.data(), got.data(), static_cast<size_t>(n), p);
+    double err = 0, norm = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double exact = 0;
+        for (int64_t s = 0; s < k; ++s)
+          exact +=
+              static_cast<double>(half_to_float(float_to_half(w[static_cast<size_t>(i * k + s)]))) *
+              load(DType::f16, x.data(), s * n + j);
+        double e = got[static_cast<size_t>(i * n + j)] - exact;
+        err += e * e;
+        norm += exact * exact;
+      }
+    double rel = std::sqrt(err / norm);
+    EXPECT_LT(rel, 3e-3) << "k=" << k;
+    RecordProperty("rel_l2_k" + std::to_string(k), std::to_string(rel));
+  }
+}
+
+}  // namespace
+}  // namespace voxrt::cpu

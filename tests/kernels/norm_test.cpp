@@ -1,0 +1,154 @@
+// Normalization kernels (BatchNormalization, InstanceNormalization, GroupNormalization and their
+// fused activation forms) against the reference ops, f32 and f16, on every ISA this CPU has;
+// and the fuse-norm-activation pass against the unfused graph.
+#include "../unit/model_builder.h"
+#include "cpu_op_harness.h"
+#include "passes/passes.h"
+
+namespace voxrt::test {
+namespace {
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> s = {
+      {1, 3, 5, 7, 11},   // primes
+      {2, 16, 8, 8, 8},   // tile multiples
+      {1, 4, 3},          // rows shorter than a vector
+      {1, 2, 41, 43, 47}, // rows longer than a thread chunk
+      {2, 6, 17, 19},     // 2D
+  };
+  return s;
+}
+
+Tensor vec(DType t, int64_t n, std::mt19937& rng, double lo, double hi) {
+  return random_tensor(t, {n}, rng, lo, hi);
+}
+
+class Norm : public testing::TestWithParam<Isa> {};
+
+// Runs `op` (domain `domain`) on X of `shape` around `offset` with per-channel (or per-group)
+// scale and bias, plus `extra` attributes and constants.
+CpuRun run_norm(Isa isa, const std::string& op, const std::string& domain, int opset, DType t,
+                const Shape& shape, double offset, int64_t params,
+                const std::function<void(OneNode&)>& extra, std::mt19937& rng) {
+  OneNode n(op, opset, domain);
+  n.input("x", random_tensor(t, shape, rng, offset - 2, offset + 2));
+  n.constant("scale", vec(t, params, rng, 0.5, 1.5));
+  n.constant("bias", vec(t, params, rng, -1, 1));
+  if (extra) extra(n);
+  n.output("y");
+  return n.run(isa);
+}
+
+TEST_P(Norm, BatchNormalization) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(1);
+  for (const char* act : {"", "Relu", "LeakyRelu"})
+    for (DType t : {DType::f32, DType::f16})
+      for (const Shape& s : shapes()) {
+        bool fused = *act != 0;
+        CpuRun r = run_norm(GetParam(), fused ? "FusedBatchNorm" : "BatchNormalization",
+                            fused ? "voxrt" : "", 15, t, s, 1.0, s[1],
+                            [&](OneNode& n) {
+                              n.constant("mean", vec(t, s[1], rng, -1, 1));
+                              n.constant("var", vec(t, s[1], rng, 0.2, 2));
+                              n.attr_float("epsilon", 1e-3f);
+                              if (fused) n.attr_string("activation", act);
+                            },
+                            rng);
+        EXPECT_NE(r.kernel, "ref");
+        EXPECT_LT(r.error, tolerance(t)) << act << " " << dtype_name(t) << " " << shape_str(s)
+                                         << " " << r.kernel;
+      }
+}
+
+TEST_P(Norm, InstanceNormalization) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(2);
+  for (const char* act : {"", "Relu", "LeakyRelu"})
+    for (DType t : {DType::f32, DType::f16})
+      for (double offset : {0.0, 3.0})
+        for (const Shape& s : shapes()) {
+          bool fused = *act != 0;
+          CpuRun r = run_norm(GetParam(), fused ? "FusedInstanceNorm" : "InstanceNormalization",
+                              fused ? "voxrt" : "", 17, t, s, offset, s[1],
+                              [&](OneNode& n) {
+                                if (fused) n.attr_string("activation", act);
+                                if (fused) n.attr_float("alpha", 0.02f);
+                              },
+                              rng);
+          EXPECT_NE(r.kernel, "ref");
+          EXPECT_LT(r.error, tolerance(t)) << act << " " << dtype_name(t) << " offset " << offset
+                                           << " " << shape_str(s) << " " << r.kernel;
+        }
+}
+
+// Activations around 300: their squares overflow fp16, so statistics must not be kept in it.
+TEST_P(Norm, InstanceNormOfLargeActivations) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(3);
+  for (DType t : {DType::f32, DType::f16})
+    for (double offset : {300.0, -280.0}) {
+      Shape s = {1, 4, 19, 23, 29};
+      CpuRun r = run_norm(GetParam(), "InstanceNormalization", "", 17, t, s, offset, s[1], {}, rng);
+      EXPECT_LT(r.error, tolerance(t)) << dtype_name(t) << " offset " << offset;
+    }
+}
+
+TEST_P(Norm, GroupNormalization) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(4);
+  for (int opset : {18, 21})
+    for (const char* act : {"", "LeakyRelu"})
+      for (DType t : {DType::f32, DType::f16})
+        for (const Shape& s : {Shape{1, 6, 5, 7, 11}, Shape{2, 16, 8, 8, 8}, Shape{1, 4, 41, 43, 13}}) {
+          int64_t groups = s[1] / 2;
+          bool fused = *act != 0;
+          CpuRun r = run_norm(GetParam(), fused ? "FusedGroupNorm" : "GroupNormalization",
+                              fused ? "voxrt" : "", opset, t, s, 2.0, opset < 21 ? groups : s[1],
+                              [&](OneNode& n) {
+                                n.attr_int("num_groups", groups);
+                                if (fused) n.attr_string("activation", act);
+                              },
+                              rng);
+          EXPECT_NE(r.kernel, "ref");
+          EXPECT_LT(r.error, tolerance(t)) << "opset " << opset << " " << act << " "
+                                           << dtype_name(t) << " " << shape_str(s) << " "
+                                           << r.kernel;
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, Norm, testing::ValuesIn(all_isas()), isa_param_name);
+
+// InstanceNormalization -> LeakyRelu and BatchNormalization -> Relu (not after a Conv, so left
+// unfolded) each become one fused node, and the optimized CPU session matches the reference.
+TEST(FuseNormActivation, MatchesUnfusedGraph) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 3, 9, 10, 11});
+  std::vector<float> ones(3, 1.1f), zeros(3, 0.2f), var(3, 0.7f), mean(3, -0.1f);
+  b.initializer("s", {3}, ones);
+  b.initializer("b", {3}, zeros);
+  b.initializer("m", {3}, mean);
+  b.initializer("v", {3}, var);
+  b.node("InstanceNormalization", {"x", "s", "b"}, {"n1"});
+  auto& lr = b.node("LeakyRelu", {"n1"}, {"a1"});
+  ModelBuilder::attr_float(lr, "alpha", 0.05f);
+  b.node("BatchNormalization", {"a1", "s", "b", "m", "v"}, {"n2"});
+  b.node("Relu", {"n2"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  Session fused = b.session();
+  std::string text = fused.graph_text();
+  EXPECT_NE(text.find("FusedInstanceNorm"), std::string::npos) << text;
+  EXPECT_NE(text.find("FusedBatchNorm"), std::string::npos) << text;
+  EXPECT_EQ(text.find("LeakyRelu"), std::string::npos) << text;
+  SessionOptions plain;
+  plain.optimize = false;
+  plain.backend = Backend::reference;
+  Session unfused = b.session(plain);
+  std::mt19937 rng(9);
+  Tensor x = random_tensor(DType::f32, {1, 3, 9, 10, 11}, rng);
+  Tensor y1 = fused.run({{"x", x}})[0], y2 = unfused.run({{"x", x}})[0];
+  EXPECT_LT(rel_l2(y1, y2), 1e-5);
+}
+
+}  // namespace
+}  // namespace voxrt::test

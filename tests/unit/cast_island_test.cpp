@@ -1,0 +1,201 @@
+// The fuse-cast-islands and fold-softmax-transposes passes: each rewritten graph against the
+// graph as it was, on small graphs and on the fixture UNets that carry the patterns.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "backends/cpu/cpu_op.h"
+#include "backends/ref/tensor_math.h"
+#include "model_builder.h"
+#include "passes/passes.h"
+#include "runtime/compile.h"
+
+namespace voxrt {
+void fuse_cast_islands(ir::Graph& g);
+void fold_softmax_transposes(ir::Graph& g);
+}  // namespace voxrt
+
+namespace voxrt::test {
+namespace {
+
+// Runs every node in order (the reference ops, or the CPU lowerings at the machine's ISA).
+std::vector<Tensor> run_graph(ir::Graph g, const std::vector<Tensor>& inputs, bool lower) {
+  std::vector<std::unique_ptr<Op>> ops = build_ops(g);
+  if (lower)
+    for (size_t k = 0; k < ops.size(); ++k)
+      ops[k] = cpu::CpuRegistry::instance().lower(g.nodes[k], g, std::move(ops[k]), cpu::max_isa());
+  std::vector<Tensor> vals(g.values.size());
+  for (const auto& [v, t] : g.constants) vals[static_cast<size_t>(v)] = t;
+  for (size_t i = 0; i < inputs.size(); ++i) vals[static_cast<size_t>(g.inputs[i])] = inputs[i];
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const ir::Node& n = g.nodes[k];
+    std::vector<ValueMeta> metas(n.inputs.size());
+    std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] < 0) continue;
+      const Tensor& t = vals[static_cast<size_t>(n.inputs[i])];
+      metas[i] = ValueMeta{true, t.dtype(), t.shape(), &t};
+      ins[i] = &t;
+    }
+    std::vector<DType> types = ops[k]->infer_types(metas);
+    std::vector<Shape> shapes = ops[k]->infer_shapes(metas);
+    std::vector<Tensor> outs;
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      outs.push_back(n.outputs[o] >= 0 ? Tensor::empty(types[o], shapes[o]) : Tensor());
+    ops[k]->run(RunContext{}, ins, outs);
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0) vals[static_cast<size_t>(n.outputs[o])] = outs[o];
+  }
+  std::vector<Tensor> out;
+  for (int v : g.outputs) out.push_back(vals[static_cast<size_t>(v)]);
+  return out;
+}
+
+int count_ops(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+double rel_l2(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    double x = ref::load(a, i), y = ref::load(b, i);
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return std::sqrt(num / den);
+}
+
+Tensor random_input(const Shape& s, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  Tensor x = Tensor::empty(DType::f32, s);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  return x;
+}
+
+ir::Graph import(const std::string& bytes) {
+  return import_checked(bytes.data(), bytes.size(), "test.onnx", "");
+}
+
+void cast(ModelBuilder& b, const std::string& in, const std::string& out, int to) {
+  auto& n = b.node("Cast", {in}, {out});
+  ModelBuilder::attr_int(n, "to", to);
+}
+
+// x -> f16 -> [f32 -> Op -> f16] -> Relu -> f32: the bracket is the island.
+ir::Graph island_graph(const std::string& op, bool linear) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 3, 6, 7, 9});
+  cast(b, "x", "h", onnx::TensorProto::FLOAT16);
+  cast(b, "h", "f", onnx::TensorProto::FLOAT);
+  if (op == "Resize") {
+    b.initializer("scales", {5}, {1, 1, 2, 2, 2});
+    auto& r = b.node("Resize", {"f", "", "scales"}, {"r"});
+    auto* a = r.add_attribute();
+    a->set_name("mode");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(linear ? "linear" : "nearest");
+  } else {
+    b.initializer("c", {1}, {0.3f});
+    b.node(op, {"f", "c"}, {"r"});
+  }
+  cast(b, "r", "r16", onnx::TensorProto::FLOAT16);
+  b.node("Relu", {"r16"}, {"a"});
+  cast(b, "a", "y", onnx::TensorProto::FLOAT);
+  b.output("y", onnx::TensorProto::FLOAT);
+  return import(b.bytes());
+}
+
+TEST(FuseCastIslands, ResizeMinMaxRunInFp16) {
+  for (auto [op, linear] : {std::pair{"Resize", true}, {"Resize", false}, {"Min", false}, {"Max", false}}) {
+    ir::Graph before = island_graph(op, linear);
+    ir::Graph after = before;
+    fuse_cast_islands(after);
+    EXPECT_EQ(count_ops(before, "Cast"), 4);
+    EXPECT_EQ(count_ops(after, "Cast"), 2) << op;
+    Tensor x = random_input({1, 3, 6, 7, 9}, 1);
+    for (bool lower : {false, true}) {
+      Tensor y0 = run_graph(before, {x}, false)[0], y1 = run_graph(after, {x}, lower)[0];
+      // Computing on the fp16 values in fp32 and rounding once is what the island does.
+      EXPECT_LT(rel_l2(y1, y0), 1e-3) << op << (lower ? " lowered" : " reference");
+    }
+  }
+}
+
+TEST(FuseCastIslands, LeavesOtherIslandsAlone) {
+  // A Resize whose output also feeds an fp32 consumer stays in fp32.
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT16, {1, 2, 4, 4});
+  cast(b, "x", "f", onnx::TensorProto::FLOAT);
+  b.initializer("scales", {4}, {1, 1, 2, 2});
+  b.node("Resize", {"f", "", "scales"}, {"r"});
+  cast(b, "r", "y", onnx::TensorProto::FLOAT16);
+  b.node("Relu", {"r"}, {"z"});
+  b.output("y", onnx::TensorProto::FLOAT16);
+  b.output("z", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  fuse_cast_islands(g);
+  EXPECT_EQ(count_ops(g, "Cast"), 2);
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The fixture converted by onnxconverter_common with its default block list keeps both
+// decoder Resizes in fp32 islands.
+TEST(FuseCastIslands, FixtureUnetIslandsVanish) {
+  std::string path = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16io32.onnx";
+  std::string bytes = read(path);
+  ASSERT_FALSE(bytes.empty()) << path;
+  ir::Graph before = import(bytes);
+  run_passes(before, "");
+  ir::Graph after = before;
+  fuse_cast_islands(after);
+  EXPECT_EQ(count_ops(before, "Cast") - count_ops(after, "Cast"), 4);
+  Tensor x = random_input({1, 1, 8, 8, 8}, 2);
+  Tensor y0 = run_graph(before, {x}, true)[0], y1 = run_graph(after, {x}, true)[0];
+  EXPECT_LT(rel_l2(y1, y0), 1e-3);
+}
+
+// torch's opset-11 export of softmax over channels: Transpose, Softmax(last axis), Transpose.
+TEST(FoldSoftmaxTransposes, FixtureUnetOpset11) {
+  std::string path = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op11.onnx";
+  std::string bytes = read(path);
+  ASSERT_FALSE(bytes.empty()) << path;
+  ir::Graph before = import(bytes);
+  run_passes(before, "");
+  ir::Graph after = before;
+  fold_softmax_transposes(after);
+  EXPECT_EQ(count_ops(before, "Transpose"), 2);
+  EXPECT_EQ(count_ops(after, "Transpose"), 0);
+  Tensor x = random_input({1, 1, 16, 16, 16}, 3);
+  Tensor y0 = run_graph(before, {x}, false)[0];
+  for (bool lower : {false, true})
+    EXPECT_LT(rel_l2(run_graph(after, {x}, lower)[0], y0), 1e-6);
+}
+
+TEST(FoldSoftmaxTransposes, KeepsNonInversePairs) {
+  ModelBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 3, 4, 5});
+  auto& t1 = b.node("Transpose", {"x"}, {"t"});
+  ModelBuilder::attr_ints(t1, "perm", {0, 3, 2, 1});
+  auto& s = b.node("Softmax", {"t"}, {"s"});
+  ModelBuilder::attr_int(s, "axis", -1);
+  auto& t2 = b.node("Transpose", {"s"}, {"y"});
+  ModelBuilder::attr_ints(t2, "perm", {0, 2, 3, 1});
+  b.output("y", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  fold_softmax_transposes(g);
+  EXPECT_EQ(count_ops(g, "Transpose"), 2);
+}
+
+}  // namespace
+}  // namespace voxrt::test
