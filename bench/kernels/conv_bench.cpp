@@ -1,0 +1,146 @@
+// Convolutions of 3D UNets through the CPU backend's lowering (gemm kernels), per ISA cap this CPU
+// allows, dtype and thread count; reports FLOP/s (2 per multiply-accumulate).
+//
+//   build/bench/conv_bench --benchmark_filter='conv3x3x3_32to32_96/f32/avx512/t1'
+//   build/bench/conv_bench --benchmark_filter='32to32_96/f16/.*/t2' --benchmark_repetitions=5
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_op.h"
+#include "backends/ref/tensor_math.h"
+#include "runtime/thread_pool.h"
+
+namespace voxrt::cpu {
+namespace {
+
+struct ConvCase {
+  std::string name;
+  std::string op;  // Conv or ConvTranspose
+  Shape x, w;
+  std::vector<int64_t> pads, strides;
+};
+
+std::vector<ConvCase> cases() {
+  auto cube = [](int64_t n, int64_t c) { return Shape{1, c, n, n, n}; };
+  auto k3 = [](int64_t m, int64_t c) { return Shape{m, c, 3, 3, 3}; };
+  std::vector<int64_t> p1 = {1, 1, 1, 1, 1, 1};
+  return {
+      {"conv3x3x3_32to32_48", "Conv", cube(48, 32), k3(32, 32), p1, {}},
+      {"conv3x3x3_32to32_96", "Conv", cube(96, 32), k3(32, 32), p1, {}},
+      {"conv3x3x3_16to16_96", "Conv", cube(96, 16), k3(16, 16), p1, {}},
+      {"conv3x3x3_8to8_96", "Conv", cube(96, 8), k3(8, 8), p1, {}},
+      {"conv3x3x3_64to64_24", "Conv", cube(24, 64), k3(64, 64), p1, {}},
+      {"conv3x3x3_128to128_12", "Conv", cube(12, 128), k3(128, 128), p1, {}},
+      {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}},
+      {"conv3x3x3_4to32_96_first", "Conv", cube(96, 4), k3(32, 4), p1, {}},
+      {"conv3x3x3_s2_16to32_96", "Conv", cube(96, 16), k3(32, 16), p1, {2, 2, 2}},
+      {"conv3x3x3_s2_32to64_48", "Conv", cube(48, 32), k3(64, 32), p1, {2, 2, 2}},
+      {"conv2x2x2_s2_16to32_96", "Conv", cube(96, 16), Shape{32, 16, 2, 2, 2}, {}, {2, 2, 2}},
+      {"conv1x1x1_32to3_96", "Conv", cube(96, 32), Shape{3, 32, 1, 1, 1}, {}, {}},
+      {"conv3x3_32to32_256", "Conv", Shape{1, 32, 256, 256}, Shape{32, 32, 3, 3}, {1, 1, 1, 1}, {}},
+      {"convtranspose2x2x2_s2_32to16_48",
+       "ConvTranspose",
+       cube(48, 32),
+       Shape{32, 16, 2, 2, 2},
+       {},
+       {2, 2, 2}},
+  };
+}
+
+struct Lowered {
+  ir::Graph graph;
+  std::unique_ptr<Op> op;
+  Tensor x, w, b, y;
+  int64_t macs = 0;
+};
+
+std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa) {
+  auto l = std::make_unique<Lowered>();
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> d(-1, 1);
+  auto random = [&](const Shape& s) {
+    Tensor r = Tensor::empty(t, s);
+    for (int64_t i = 0; i < r.numel(); ++i) ref::store(r, i, d(rng));
+    return r;
+  };
+  ir::Graph& g = l->graph;
+  g.model_name = "conv_bench.onnx";
+  g.opset = 17;
+  auto value = [&](const std::string& n) {
+    int v = g.add_value(n);
+    g.values[static_cast<size_t>(v)].dtype = t;
+    return v;
+  };
+  l->x = random(c.x);
+  l->w = random(c.w);
+  int64_t m = c.op == "Conv" ? c.w[0] : c.w[1];
+  l->b = random({m});
+  ir::Node n;
+  n.name = c.name;
+  n.op_type = c.op;
+  n.opset = 17;
+  n.inputs = {value("x"), value("w"), value("b")};
+  n.outputs = {value("y")};
+  g.constants[n.inputs[1]] = l->w;
+  g.constants[n.inputs[2]] = l->b;
+  auto ints = [&](const std::string& name, const std::vector<int64_t>& v) {
+    if (v.empty()) return;
+    n.attrs.items[name].kind = ir::Attribute::Kind::is;
+    n.attrs.items[name].is = v;
+  };
+  ints("pads", c.pads);
+  ints("strides", c.strides);
+  n.attrs.where = g.where(n);
+  g.nodes.push_back(n);
+  l->op = CpuRegistry::instance().lower(n, g, OpRegistry::instance().create(n, g), isa);
+  std::vector<ValueMeta> meta = {
+      {true, t, c.x, nullptr}, {true, t, c.w, &l->w}, {true, t, {m}, &l->b}};
+  Shape ys = l->op->infer_shapes(meta)[0];
+  l->y = Tensor::empty(t, ys);
+  l->macs = l->op->macs(meta, {ys});
+  return l;
+}
+
+void run_case(benchmark::State& state, const ConvCase& c, DType t, Isa isa, int threads) {
+  std::unique_ptr<Lowered> l = lower(c, t, isa);
+  ThreadPool pool(threads);
+  std::vector<const Tensor*> in = {&l->x, &l->w, &l->b};
+  std::vector<Tensor> out = {l->y};
+  RunContext ctx{&pool};
+  for (auto _ : state) {
+    l->op->run(ctx, in, out);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(l->op->kernel_name());
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(l->macs),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+const bool registered = [] {
+  for (const ConvCase& c : cases())
+    for (DType t : {DType::f32, DType::f16})
+      for (Isa isa : {Isa::avx512fp16, Isa::avx512, Isa::avx2}) {
+        if (cpu_features().detected < isa) continue;
+        if (isa == Isa::avx512fp16 && t == DType::f32) continue;  // same kernel as avx512
+        for (int threads : {1, 2}) {
+          std::string name = c.name + "/" + std::string(t == DType::f32 ? "f32" : "f16") + "/" +
+                             isa_name(isa) + "/t" + std::to_string(threads);
+          auto* b = benchmark::RegisterBenchmark(
+              name.c_str(),
+              [c, t, isa, threads](benchmark::State& s) { run_case(s, c, t, isa, threads); });
+          b->Unit(benchmark::kMillisecond);
+          // One thread: rates from its CPU time, which a busy machine disturbs least. Two: from
+          // wall time, the only measure of the speed-up (run those on a quiet machine).
+          if (threads > 1) b->UseRealTime();
+        }
+      }
+  return true;
+}();
+
+}  // namespace
+}  // namespace voxrt::cpu
