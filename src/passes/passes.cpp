@@ -9,6 +9,8 @@ const std::vector<Pass>& portable_passes() {
       {"remove-identity", remove_identity},
       {"fold-constants", fold_constants},
       {"cancel-cast-pairs", cancel_cast_pairs},
+      {"fuse-cast-islands", fuse_cast_islands},
+      {"fold-softmax-transposes", fold_softmax_transposes},
       {"fold-batchnorm", fold_batchnorm_into_conv},
       {"fuse-conv-epilogue", fuse_conv_epilogue},
       {"fuse-norm-activation", fuse_norm_activation},

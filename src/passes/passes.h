@@ -24,6 +24,8 @@ void fold_constants(ir::Graph& g);
 void remove_identity(ir::Graph& g);
 void fold_batchnorm_into_conv(ir::Graph& g);
 void cancel_cast_pairs(ir::Graph& g);
+void fuse_cast_islands(ir::Graph& g);
+void fold_softmax_transposes(ir::Graph& g);
 void fuse_conv_epilogue(ir::Graph& g);
 void fuse_norm_activation(ir::Graph& g);
 

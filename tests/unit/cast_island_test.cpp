@@ -12,11 +12,6 @@
 #include "passes/passes.h"
 #include "runtime/compile.h"
 
-namespace voxrt {
-void fuse_cast_islands(ir::Graph& g);
-void fold_softmax_transposes(ir::Graph& g);
-}  // namespace voxrt
-
 namespace voxrt::test {
 namespace {
 
