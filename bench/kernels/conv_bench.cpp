@@ -34,6 +34,8 @@ std::vector<ConvCase> cases() {
       {"conv3x3x3_32to32_96", "Conv", cube(96, 32), k3(32, 32), p1, {}},
       {"conv3x3x3_16to16_96", "Conv", cube(96, 16), k3(16, 16), p1, {}},
       {"conv3x3x3_8to8_96", "Conv", cube(96, 8), k3(8, 8), p1, {}},
+      {"conv3x3x3_6to6_96", "Conv", cube(96, 6), k3(6, 6), p1, {}},
+      {"conv3x3x3_12to12_48", "Conv", cube(48, 12), k3(12, 12), p1, {}},
       {"conv3x3x3_64to64_24", "Conv", cube(24, 64), k3(64, 64), p1, {}},
       {"conv3x3x3_128to128_12", "Conv", cube(12, 128), k3(128, 128), p1, {}},
       {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}},

@@ -153,7 +153,8 @@ void check(const ConvCase& c, DType t, Isa isa, ThreadPool* pool, std::mt19937& 
 
   std::unique_ptr<Op> fast =
       CpuRegistry::instance().lower(n, b.graph, OpRegistry::instance().create(n, b.graph), isa);
-  const GemmKernel* row = find_gemm_kernel(isa, t);
+  int64_t group = c.attrs.count("group") ? c.attrs.at("group").i : 1;
+  const GemmKernel* row = find_gemm_kernel(isa, t, c.op == "ConvTranspose" ? 0 : c.w[0] / group);
   ASSERT_EQ(fast->kernel_name(), row->name) << c.str() << ": the lowering declined";
   // NaN everywhere: every element must be written.
   std::vector<Tensor> got = {Tensor::empty(t, b.y)};

@@ -52,9 +52,10 @@ int main(int argc, char** argv) {
                                                     "--compare fp32,fp16");
   profile->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
   profile->add_option("--shape", shapes, "input shape, name=1x1x96x96x96");
-  profile->add_option("--compare", compare, "precisions to run, the first the baseline (fp32, fp16)")
+  profile->add_option("--compare", compare, "precisions to run, the first the baseline: fp32 (the "
+                                            "model's own types, as `model`) or fp16")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fp32", "fp16"}));
+      ->check(CLI::IsMember({"fp32", "fp16", "model"}));
   profile->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
   profile->add_option("--runs", runs, "profiled runs per precision")->check(CLI::Range(1, 100000));
   profile->add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 1000));

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "cli_common.h"
 
@@ -137,9 +136,10 @@ std::string clip(const std::string& s, size_t width) {
 
 // ms, GFLOP/s and share of one row at one precision; dashes where that precision lacks the row.
 void print_cells(bool present, double ms, int64_t macs, double total_ms) {
+  double share = total_ms > 0 ? 100 * ms / total_ms : 0;
   if (!present) std::printf("  %9s %8s %6s", "-", "-", "-");
-  else if (macs) std::printf("  %9.3f %8.1f %5.1f%%", ms, gflops(macs, ms), 100 * ms / total_ms);
-  else std::printf("  %9.3f %8s %5.1f%%", ms, "-", 100 * ms / total_ms);
+  else if (macs) std::printf("  %9.3f %8.1f %5.1f%%", ms, gflops(macs, ms), share);
+  else std::printf("  %9.3f %8s %5.1f%%", ms, "-", share);
 }
 
 void print_speedup(bool present, double base_ms, double ms) {
@@ -232,10 +232,10 @@ void print_totals(const std::vector<PrecisionProfile>& ps) {
   for (size_t k = 1; k < ps.size(); ++k) std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
   std::printf("\n%-34s", "sum of node medians, ms");
   for (const PrecisionProfile& p : ps) std::printf("  %9.2f", p.total_ms);
-  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %7.2fx", ps[0].total_ms / ps[k].total_ms);
+  for (size_t k = 1; k < ps.size(); ++k) print_speedup(true, ps[0].total_ms, ps[k].total_ms);
   std::printf("\n%-34s", "run median (wall), ms");
   for (const PrecisionProfile& p : ps) std::printf("  %9.2f", median(p.run_ms));
-  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %7.2fx", median(ps[0].run_ms) / median(ps[k].run_ms));
+  for (size_t k = 1; k < ps.size(); ++k) print_speedup(true, median(ps[0].run_ms), median(ps[k].run_ms));
   std::printf("\n%-34s", "GFLOP/s over the run median");
   for (const PrecisionProfile& p : ps) std::printf("  %9.1f", gflops(p.macs, median(p.run_ms)));
   std::printf("\n");

@@ -37,7 +37,10 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   }
   a.group = node.attrs.get_int("group", 1);
   if (a.group < 1) return false;
-  a.kernel = find_gemm_kernel(ctx.isa, t);
+  // Conv: the tile whose rows fit the output channels of a group best. ConvTranspose packs
+  // whole micro-panels of (channel, tap) rows whatever the tile.
+  bool conv = node.op_type != "ConvTranspose";
+  a.kernel = find_gemm_kernel(ctx.isa, t, conv ? a.w->dim(0) / a.group : 0);
   return a.kernel != nullptr;
 }
 

@@ -160,13 +160,9 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
     else
       fn(0, n);
   };
-  // Zero once: the padding rows and columns stay zero, planes outside the input are re-zeroed.
-  const size_t zero_chunk = 64 << 10, bytes = buffer_elems * bb;
-  parallel(ceil_div(static_cast<int64_t>(bytes), zero_chunk), [&](int64_t begin, int64_t end) {
-    size_t from = static_cast<size_t>(begin) * zero_chunk;
-    std::memset(padded.data() + from, 0,
-                std::min(bytes, static_cast<size_t>(end) * zero_chunk) - from);
-  });
+  // Every plane a slab fills is zeroed first; past the last plane, only the tail of the reach.
+  std::memset(padded.data() + cg_ * chan * static_cast<int64_t>(bb), 0,
+              (buffer_elems - static_cast<size_t>(cg_ * chan)) * bb);
 
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {
@@ -180,10 +176,8 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
           for (int64_t i = begin; i < end; ++i) {
             const int64_t c = i / planes, lp = i % planes, iz = z0 * sz + lp - win.pad[0];
             uint8_t* dst = padded.data() + (c * chan + lp * plane) * static_cast<int64_t>(bb);
-            if (iz < 0 || iz >= win.in[0]) {
-              std::memset(dst, 0, static_cast<size_t>(plane) * bb);
-              continue;
-            }
+            std::memset(dst, 0, static_cast<size_t>(plane) * bb);
+            if (iz < 0 || iz >= win.in[0]) continue;
             const uint8_t* src =
                 xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
             for (int64_t iy = 0; iy < win.in[1]; ++iy) {

@@ -67,10 +67,11 @@ struct GemmKernel {
   PanelConvert to_panel;
 };
 
-/// Every kernel, best first within each storage dtype.
+/// Every kernel: within each storage dtype, best ISA first, the preferred tile of an ISA first.
 std::span<const GemmKernel> gemm_kernels();
-/// The first row for `storage` whose ISA is at most `max`, or nullptr.
-const GemmKernel* find_gemm_kernel(Isa max, DType storage);
+/// For `storage`, the best ISA at most `max`, and among its rows the one whose MR wastes the
+/// fewest rows on `m` output rows (the first row on ties, or when m is 0); nullptr if none.
+const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m = 0);
 /// The row named `name`, or nullptr.
 const GemmKernel* find_gemm_kernel(const char* name);
 

@@ -13,10 +13,15 @@ namespace voxrt::cpu {
 VOXRT_GEMM_UKERNEL(f32_gemm_4x16_scalar);
 VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_4x16_scalar);
 VOXRT_GEMM_UKERNEL(f32_gemm_4x24_avx2);
+VOXRT_GEMM_UKERNEL(f32_gemm_6x16_avx2);
 VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_4x24_avx2);
+VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_6x16_avx2);
 VOXRT_GEMM_UKERNEL(f32_gemm_8x48_avx512);
+VOXRT_GEMM_UKERNEL(f32_gemm_6x64_avx512);
 VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_8x48_avx512);
+VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_6x64_avx512);
 VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_8x64_avx512fp16);
+VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_6x64_avx512fp16);
 
 #undef VOXRT_GEMM_UKERNEL
 

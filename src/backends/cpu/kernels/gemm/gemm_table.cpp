@@ -11,20 +11,31 @@ namespace voxrt::cpu {
 
 namespace {
 
-// Within each storage dtype, best first: find_gemm_kernel takes the first the ISA cap allows.
+// Within each storage dtype, best ISA first; within an ISA, the preferred tile first, then tiles
+// whose row counts fit other output channel counts (3, 6, 12...).
 constexpr GemmKernel kKernels[] = {
     {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0,
      f32_gemm_8x48_avx512, copy_f32_panel},
+    {Isa::avx512, "f32_gemm_6x64__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 64, 0,
+     f32_gemm_6x64_avx512, copy_f32_panel},
     {Isa::avx2, "f32_gemm_4x24__avx2", DType::f32, PanelType::f32, PanelType::f32, 4, 24, 0,
      f32_gemm_4x24_avx2, copy_f32_panel},
+    {Isa::avx2, "f32_gemm_6x16__avx2", DType::f32, PanelType::f32, PanelType::f32, 6, 16, 0,
+     f32_gemm_6x16_avx2, copy_f32_panel},
     {Isa::scalar, "f32_gemm_4x16__scalar", DType::f32, PanelType::f32, PanelType::f32, 4, 16, 0,
      f32_gemm_4x16_scalar, copy_f32_panel},
     {Isa::avx512fp16, "f16_f16acc_gemm_8x64__avx512fp16", DType::f16, PanelType::f16_pair,
      PanelType::f16, 8, 64, kF16CarrySteps, f16_f16acc_gemm_8x64_avx512fp16, copy_f16_panel},
+    {Isa::avx512fp16, "f16_f16acc_gemm_6x64__avx512fp16", DType::f16, PanelType::f16_pair,
+     PanelType::f16, 6, 64, kF16CarrySteps, f16_f16acc_gemm_6x64_avx512fp16, copy_f16_panel},
     {Isa::avx512, "f16_f32acc_gemm_8x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 48,
      0, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512},
+    {Isa::avx512, "f16_f32acc_gemm_6x64__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 64,
+     0, f16_f32acc_gemm_6x64_avx512, f16_to_f32_panel_avx512},
     {Isa::avx2, "f16_f32acc_gemm_4x24__avx2", DType::f16, PanelType::f32, PanelType::f32, 4, 24, 0,
      f16_f32acc_gemm_4x24_avx2, f16_to_f32_panel_avx2},
+    {Isa::avx2, "f16_f32acc_gemm_6x16__avx2", DType::f16, PanelType::f32, PanelType::f32, 6, 16, 0,
+     f16_f32acc_gemm_6x16_avx2, f16_to_f32_panel_avx2},
     {Isa::scalar, "f16_f32acc_gemm_4x16__scalar", DType::f16, PanelType::f32, PanelType::f32, 4, 16,
      0, f16_f32acc_gemm_4x16_scalar, f16_to_f32_panel_scalar},
 };
@@ -60,10 +71,19 @@ std::span<const GemmKernel> gemm_kernels() {
   return kKernels;
 }
 
-const GemmKernel* find_gemm_kernel(Isa max, DType storage) {
-  for (const GemmKernel& g : kKernels)
-    if (g.storage == storage && g.isa <= max) return &g;
-  return nullptr;
+const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m) {
+  const GemmKernel* best = nullptr;
+  double best_use = 0;
+  for (const GemmKernel& g : kKernels) {
+    if (g.storage != storage || g.isa > max) continue;
+    if (best && g.isa != best->isa) break;
+    double use = m > 0 ? static_cast<double>(m) / static_cast<double>(blocks(m, g.mr) * g.mr) : 1;
+    if (!best || use > best_use) {
+      best = &g;
+      best_use = use;
+    }
+  }
+  return best;
 }
 
 const GemmKernel* find_gemm_kernel(const char* name) {
