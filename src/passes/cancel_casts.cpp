@@ -57,10 +57,7 @@ void cancel_cast_pairs(ir::Graph& g) {
     replace_uses(g, out, src);
     drop[k] = 1;
   }
-  std::vector<ir::Node> kept;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_nodes(g, drop);
   g.remove_dead();
 }
 

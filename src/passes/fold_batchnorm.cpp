@@ -61,10 +61,7 @@ void fold_batchnorm_into_conv(ir::Graph& g) {
     conv.outputs[0] = bn.outputs[0];
     drop[k] = 1;
   }
-  std::vector<ir::Node> kept;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_nodes(g, drop);
   g.remove_dead();
 }
 

@@ -68,10 +68,7 @@ void fold_softmax_transposes(ir::Graph& g) {
     sm.outputs[0] = t2.outputs[0];
     drop[static_cast<size_t>(p)] = drop[static_cast<size_t>(c)] = 1;
   }
-  std::vector<ir::Node> kept;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_nodes(g, drop);
   g.remove_dead();
 }
 

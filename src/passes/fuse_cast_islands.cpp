@@ -86,10 +86,7 @@ void fuse_cast_islands(ir::Graph& g) {
       if (other != keep) replace_uses(g, other, keep);
     }
   }
-  std::vector<ir::Node> kept;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_nodes(g, drop);
   g.remove_dead();
 }
 

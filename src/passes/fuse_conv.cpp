@@ -73,10 +73,7 @@ void fuse_conv_epilogue(ir::Graph& g) {
     conv.outputs[0] = out;
     for (size_t d : absorbed) drop[d] = 1;
   }
-  std::vector<ir::Node> kept;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_nodes(g, drop);
   // A residual produced after the conv would now be read before it is written.
   g.topo_sort();
   g.remove_dead();

@@ -40,10 +40,7 @@ void fuse_norm_activation(ir::Graph& g) {
     norm.outputs[0] = act.outputs[0];
     drop[static_cast<size_t>(users[0])] = 1;
   }
-  std::vector<ir::Node> kept;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
-  g.nodes = std::move(kept);
+  erase_nodes(g, drop);
   g.remove_dead();
 }
 

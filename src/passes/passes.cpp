@@ -32,6 +32,13 @@ void run_passes(ir::Graph& g, const std::string& stop_after) {
   }
 }
 
+void erase_nodes(ir::Graph& g, const std::vector<char>& drop) {
+  std::vector<ir::Node> kept;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+}
+
 void replace_uses(ir::Graph& g, int from, int to) {
   for (ir::Node& n : g.nodes)
     for (int& i : n.inputs)

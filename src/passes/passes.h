@@ -43,6 +43,9 @@ struct Fp16Report {
 /// Converts float32 weights and activations to float16 (dtypes must be inferred).
 Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& options);
 
+/// Removes the nodes whose entry in `drop` (one per node) is nonzero, keeping the others' order.
+void erase_nodes(ir::Graph& g, const std::vector<char>& drop);
+
 /// Points every consumer of `from` at `to`; graph outputs named `from` keep their name by
 /// renaming, so call only when `from` is not a graph output or `to` has a producer.
 void replace_uses(ir::Graph& g, int from, int to);
