@@ -86,6 +86,19 @@ Tensor random_tensor(DType dtype, const Shape& shape, uint32_t seed) {
   return t;
 }
 
+std::vector<NamedTensor> random_inputs(const std::vector<std::pair<std::string, Shape>>& bound,
+                                       const Session& s) {
+  std::vector<NamedTensor> in;
+  uint32_t seed = 1;
+  for (const auto& [name, shape] : bound) {
+    DType dt = DType::f32;
+    for (const IoInfo& io : s.inputs())
+      if (io.name == name) dt = io.dtype;
+    in.push_back({name, random_tensor(dt, shape, seed++)});
+  }
+  return in;
+}
+
 int64_t peak_rss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -18,6 +18,9 @@ std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std:
 Precision parse_precision(const std::string& p);
 /// Tensor of this dtype and shape filled with reproducible values in [-1, 1).
 Tensor random_tensor(DType dtype, const Shape& shape, uint32_t seed);
+/// A reproducible random tensor for every input, in the input's dtype, at the bound shapes.
+std::vector<NamedTensor> random_inputs(const std::vector<std::pair<std::string, Shape>>& bound,
+                                       const Session& s);
 /// Peak resident memory of this process in bytes.
 int64_t peak_rss_bytes();
 

@@ -111,14 +111,7 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   Session s(model, opt);
   auto bound = resolve_shapes(shapes, s);
   ModelSummary sum = s.summary(bound);
-  std::vector<NamedTensor> in;
-  uint32_t seed = 1;
-  for (const auto& [name, shape] : bound) {
-    DType dt = DType::f32;
-    for (const IoInfo& io : s.inputs())
-      if (io.name == name) dt = io.dtype;
-    in.push_back({name, random_tensor(dt, shape, seed++)});
-  }
+  std::vector<NamedTensor> in = random_inputs(bound, s);
   for (int i = 0; i < warmup; ++i) s.run(in);
   std::vector<double> ms;
   std::vector<ProfiledRun> trace;

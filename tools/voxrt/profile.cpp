@@ -68,14 +68,7 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
   opt.profiling = true;
   Session s(model, opt);
   bound = resolve_shapes(shapes, s);
-  std::vector<NamedTensor> in;
-  uint32_t seed = 1;
-  for (const auto& [name, shape] : bound) {
-    DType dt = DType::f32;
-    for (const IoInfo& io : s.inputs())
-      if (io.name == name) dt = io.dtype;
-    in.push_back({name, random_tensor(dt, shape, seed++)});
-  }
+  std::vector<NamedTensor> in = random_inputs(bound, s);
   for (int i = 0; i < warmup; ++i) s.run(in);
   PrecisionProfile p;
   p.label = precision;
