@@ -206,7 +206,6 @@ bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
   return true;
 }
 
-
 void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
                           const Tensor* residual, Tensor& y) const {
   const int64_t n_batch = x.dim(0), c_in = x.dim(1);
