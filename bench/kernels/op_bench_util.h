@@ -16,6 +16,7 @@
 #include "backends/ref/tensor_math.h"
 #include "runtime/compile.h"
 #include "runtime/thread_pool.h"
+#include "support/one_node_graph.h"
 
 namespace voxrt::bench {
 
@@ -32,35 +33,33 @@ inline Tensor random_tensor(DType t, const Shape& shape, double lo = -2, double 
 /// One node with its inputs, lowered once per ISA.
 class BenchNode {
  public:
-  BenchNode(const std::string& op, int opset, const std::string& domain = "") {
-    g_.model_name = "bench.onnx";
-    g_.opset = opset;
-    node_.op_type = op;
-    node_.domain = domain;
-    node_.name = op;
-    node_.opset = opset;
+  BenchNode(const std::string& op, int opset, const std::string& domain = "") : n_(op, opset, domain) {}
+  BenchNode& input(Tensor t) {
+    n_.input(next_name(), std::move(t));
+    return *this;
   }
-  BenchNode& input(Tensor t) { return add(std::move(t), false); }
-  BenchNode& constant(Tensor t) { return add(std::move(t), true); }
+  BenchNode& constant(Tensor t) {
+    n_.constant(next_name(), std::move(t));
+    return *this;
+  }
   BenchNode& omitted() {
-    node_.inputs.push_back(-1);
-    feeds_.emplace_back();
+    n_.omitted_input();
     return *this;
   }
   BenchNode& attr_int(const std::string& k, int64_t v) {
-    set(k, ir::Attribute::Kind::i).i = v;
+    n_.attr_int(k, v);
     return *this;
   }
   BenchNode& attr_float(const std::string& k, float v) {
-    set(k, ir::Attribute::Kind::f).f = v;
+    n_.attr_float(k, v);
     return *this;
   }
   BenchNode& attr_string(const std::string& k, const std::string& v) {
-    set(k, ir::Attribute::Kind::s).s = v;
+    n_.attr_string(k, v);
     return *this;
   }
   BenchNode& attr_ints(const std::string& k, std::vector<int64_t> v) {
-    set(k, ir::Attribute::Kind::is).is = std::move(v);
+    n_.attr_ints(k, std::move(v));
     return *this;
   }
 
@@ -70,23 +69,13 @@ class BenchNode {
       state.SkipWithError("this CPU lacks the ISA");
       return;
     }
-    ir::Graph g = g_;
-    ir::Node n = node_;
-    n.outputs = {g.add_value("y")};
-    g.outputs = n.outputs;
-    g.nodes = {n};
-    g.nodes[0].attrs.where = g.where(g.nodes[0]);
+    ir::Graph g = n_.graph();
     std::vector<std::unique_ptr<Op>> ops = build_ops(g);
     std::unique_ptr<Op> op = cpu::CpuRegistry::instance().lower(g.nodes[0], g, std::move(ops[0]), isa);
-    std::vector<ValueMeta> metas(feeds_.size());
-    std::vector<const Tensor*> ins(feeds_.size(), nullptr);
+    std::vector<ValueMeta> metas = n_.metas();
+    std::vector<const Tensor*> ins = n_.inputs();
     int64_t bytes = 0;
-    for (size_t i = 0; i < feeds_.size(); ++i) {
-      if (!feeds_[i].defined()) continue;
-      metas[i] = ValueMeta{true, feeds_[i].dtype(), feeds_[i].shape(), &feeds_[i]};
-      ins[i] = &feeds_[i];
-      bytes += static_cast<int64_t>(feeds_[i].nbytes());
-    }
+    for (const Tensor& t : n_.feeds()) bytes += static_cast<int64_t>(t.nbytes());
     std::vector<DType> types = op->infer_types(metas);
     std::vector<Shape> shapes = op->infer_shapes(metas);
     std::vector<Tensor> out;
@@ -106,26 +95,8 @@ class BenchNode {
   }
 
  private:
-  BenchNode& add(Tensor t, bool is_constant) {
-    int v = g_.add_value("in" + std::to_string(node_.inputs.size()));
-    g_.values[static_cast<size_t>(v)].dtype = t.dtype();
-    if (is_constant)
-      g_.constants[v] = t;
-    else
-      g_.inputs.push_back(v);
-    node_.inputs.push_back(v);
-    feeds_.push_back(std::move(t));
-    return *this;
-  }
-  ir::Attribute& set(const std::string& k, ir::Attribute::Kind kind) {
-    ir::Attribute& a = node_.attrs.items[k];
-    a.kind = kind;
-    return a;
-  }
-
-  ir::Graph g_;
-  ir::Node node_;
-  std::vector<Tensor> feeds_;
+  std::string next_name() const { return "in" + std::to_string(n_.num_inputs()); }
+  test::OneNodeGraph n_;
 };
 
 /// Registers `fn(state, isa, dtype)` for each ISA and storage dtype as "name/isa/dtype", and with

@@ -20,6 +20,7 @@
 #include "backends/ref/tensor_math.h"
 #include "runtime/compile.h"
 #include "runtime/thread_pool.h"
+#include "support/one_node_graph.h"
 
 namespace voxrt::test {
 
@@ -80,64 +81,20 @@ inline double rel_l2(const Tensor& a, const Tensor& b) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-class OneNode {
+class OneNode : public OneNodeGraph {
  public:
-  OneNode(const std::string& op, int opset, const std::string& domain = "") {
-    g_.model_name = "test.onnx";
-    g_.opset = opset;
-    node_.op_type = op;
-    node_.domain = domain;
-    node_.name = op + "_0";
-    node_.opset = opset;
-  }
-
-  /// A runtime input (its dtype and shape come from `t`).
-  void input(const std::string& name, Tensor t) {
-    int v = g_.add_value(name);
-    g_.values[static_cast<size_t>(v)].dtype = t.dtype();
-    g_.inputs.push_back(v);
-    node_.inputs.push_back(v);
-    feeds_.push_back(std::move(t));
-  }
-  /// A constant input (weights, scales).
-  void constant(const std::string& name, Tensor t) {
-    int v = g_.add_value(name);
-    g_.values[static_cast<size_t>(v)].dtype = t.dtype();
-    g_.constants[v] = t;
-    node_.inputs.push_back(v);
-    feeds_.push_back(std::move(t));
-  }
-  void omitted_input() {
-    node_.inputs.push_back(-1);
-    feeds_.emplace_back();
-  }
-  void output(const std::string& name) { node_.outputs.push_back(g_.add_value(name)); }
-
-  void attr_int(const std::string& k, int64_t v) { set(k, ir::Attribute::Kind::i).i = v; }
-  void attr_float(const std::string& k, float v) { set(k, ir::Attribute::Kind::f).f = v; }
-  void attr_string(const std::string& k, const std::string& v) { set(k, ir::Attribute::Kind::s).s = v; }
-  void attr_ints(const std::string& k, std::vector<int64_t> v) {
-    set(k, ir::Attribute::Kind::is).is = std::move(v);
-  }
+  using OneNodeGraph::OneNodeGraph;
 
   /// Runs the reference and the lowering at `isa` on the same inputs.
   CpuRun run(Isa isa, int threads = 2) {
-    ir::Graph g = g_;
-    g.nodes = {node_};
-    g.nodes[0].attrs.where = g.where(g.nodes[0]);
-    for (int o : node_.outputs) g.outputs.push_back(o);
+    ir::Graph g = graph();
     std::vector<std::unique_ptr<Op>> ops = build_ops(g);
     std::unique_ptr<Op> lowered = cpu::CpuRegistry::instance().lower(
         g.nodes[0], g, OpRegistry::instance().create(g.nodes[0], g), isa);
-    std::vector<ValueMeta> metas(feeds_.size());
-    std::vector<const Tensor*> ins(feeds_.size(), nullptr);
-    for (size_t i = 0; i < feeds_.size(); ++i) {
-      if (!feeds_[i].defined()) continue;
-      metas[i] = ValueMeta{true, feeds_[i].dtype(), feeds_[i].shape(), &feeds_[i]};
-      ins[i] = &feeds_[i];
-    }
-    std::vector<DType> types = ops[0]->infer_types(metas);
-    std::vector<Shape> shapes = ops[0]->infer_shapes(metas);
+    std::vector<ValueMeta> m = metas();
+    std::vector<const Tensor*> ins = inputs();
+    std::vector<DType> types = ops[0]->infer_types(m);
+    std::vector<Shape> shapes = ops[0]->infer_shapes(m);
     CpuRun r;
     for (size_t o = 0; o < shapes.size(); ++o) {
       r.ref_out.push_back(Tensor::zeros(types[o], shapes[o]));
@@ -153,17 +110,6 @@ class OneNode {
     r.error = rel_l2(r.cpu_out[0], r.ref_out[0]);
     return r;
   }
-
- private:
-  ir::Attribute& set(const std::string& k, ir::Attribute::Kind kind) {
-    ir::Attribute& a = node_.attrs.items[k];
-    a.kind = kind;
-    return a;
-  }
-
-  ir::Graph g_;
-  ir::Node node_;
-  std::vector<Tensor> feeds_;
 };
 
 /// The accuracy bar of a storage dtype against the reference.
