@@ -232,15 +232,7 @@ class SoftmaxCpuOp : public CpuOp {
     Tensor& y = out[0];
     int64_t axis = axis_;
     if (!ref::normalize_axis(axis, x.rank()) || x.numel() == 0) return ref_->compute(in, out);
-    int64_t outer = 1, n = 1, inner = 1;
-    for (int64_t d = 0; d < x.rank(); ++d) {
-      if (d < axis)
-        outer *= x.dim(d);
-      else if (d == axis || coerce_2d_)
-        n *= x.dim(d);
-      else
-        inner *= x.dim(d);
-    }
+    auto [outer, n, inner] = ref::softmax_extents(x.shape(), axis, coerce_2d_);
     size_t es = dtype_size(x.dtype());
     const char* xp = static_cast<const char*>(x.raw());
     char* yp = static_cast<char*>(y.raw());

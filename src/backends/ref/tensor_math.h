@@ -31,6 +31,22 @@ std::vector<int64_t> strides_of(const Shape& s);
 /// Maps a possibly negative axis into [0, rank); returns false if out of range.
 bool normalize_axis(int64_t& axis, int64_t rank);
 
+struct SoftmaxExtents {
+  int64_t outer, n, inner;
+};
+/// Softmax's view of a shape as outer x n x inner, normalizing over n: the axis alone (opset 13
+/// and later) or, with `coerce_2d`, every dim from the axis on (earlier opsets).
+inline SoftmaxExtents softmax_extents(const Shape& s, int64_t axis, bool coerce_2d) {
+  SoftmaxExtents e{1, 1, 1};
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
+    int64_t v = s[static_cast<size_t>(d)];
+    if (d < axis) e.outer *= v;
+    else if (d == axis || coerce_2d) e.n *= v;
+    else e.inner *= v;
+  }
+  return e;
+}
+
 /// Calls f(T{}) with T the C++ integer type of `t`; does nothing for non-integer types.
 template <class F>
 void visit_int(DType t, F&& f) {

@@ -242,15 +242,7 @@ class SoftmaxOp : public Op {
     const Tensor& x = *in[0];
     Tensor& y = out[0];
     int64_t axis = resolve_axis(x.shape());
-    int64_t outer = 1, n = 1, inner = 1;
-    for (int64_t d = 0; d < x.rank(); ++d) {
-      if (d < axis)
-        outer *= x.dim(d);
-      else if (d == axis || coerce_2d_)
-        n *= x.dim(d);
-      else
-        inner *= x.dim(d);
-    }
+    auto [outer, n, inner] = ref::softmax_extents(x.shape(), axis, coerce_2d_);
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t j = 0; j < inner; ++j) {
