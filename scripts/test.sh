@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-scripts/build.sh build
+scripts/build.sh build -DVOXRT_BUILD_TESTS=ON
 (cd build && ctest --output-on-failure -j2)
 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DVOXRT_SANITIZE=ON -DVOXRT_BUILD_BENCH=OFF
 (cd build-asan && ctest --output-on-failure -j2 -E "^Fixtures")
