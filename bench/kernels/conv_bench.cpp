@@ -3,12 +3,14 @@
 //
 //   build/bench/conv_bench --benchmark_filter='conv3x3x3_32to32_96/f32/avx512/t1'
 //   build/bench/conv_bench --benchmark_filter='32to32_96/f16/.*/t2' --benchmark_repetitions=5
+//   build/bench/conv_bench --benchmark_filter='96/f32/avx512(bf16_bf16math)?/t1'  (bf16 products)
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/cpu_op.h"
@@ -61,7 +63,7 @@ struct Lowered {
   int64_t macs = 0;
 };
 
-std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa) {
+std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa, FpMath fpmath) {
   auto l = std::make_unique<Lowered>();
   std::mt19937 rng(1);
   std::uniform_real_distribution<double> d(-1, 1);
@@ -99,7 +101,7 @@ std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa) {
   ints("strides", c.strides);
   n.attrs.where = g.where(n);
   g.nodes.push_back(n);
-  l->op = CpuRegistry::instance().lower(n, g, OpRegistry::instance().create(n, g), isa);
+  l->op = CpuRegistry::instance().lower(n, g, OpRegistry::instance().create(n, g), isa, fpmath);
   std::vector<ValueMeta> meta = {
       {true, t, c.x, nullptr}, {true, t, c.w, &l->w}, {true, t, {m}, &l->b}};
   Shape ys = l->op->infer_shapes(meta)[0];
@@ -108,8 +110,9 @@ std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa) {
   return l;
 }
 
-void run_case(benchmark::State& state, const ConvCase& c, DType t, Isa isa, int threads) {
-  std::unique_ptr<Lowered> l = lower(c, t, isa);
+void run_case(benchmark::State& state, const ConvCase& c, DType t, Isa isa, FpMath fpmath,
+              int threads) {
+  std::unique_ptr<Lowered> l = lower(c, t, isa, fpmath);
   ThreadPool pool(threads);
   std::vector<const Tensor*> in = {&l->x, &l->w, &l->b};
   std::vector<Tensor> out = {l->y};
@@ -126,15 +129,19 @@ void run_case(benchmark::State& state, const ConvCase& c, DType t, Isa isa, int 
 const bool registered = [] {
   for (const ConvCase& c : cases())
     for (DType t : {DType::f32, DType::f16})
-      for (Isa isa : {Isa::avx512fp16, Isa::avx512, Isa::avx2}) {
+      for (auto [isa, fpmath] :
+           {std::pair{Isa::avx512fp16, FpMath::strict}, std::pair{Isa::avx512bf16, FpMath::bf16},
+            std::pair{Isa::avx512, FpMath::strict}, std::pair{Isa::avx2, FpMath::strict}}) {
         if (cpu_features().detected < isa) continue;
         if (isa == Isa::avx512fp16 && t == DType::f32) continue;  // same kernel as avx512
         for (int threads : {1, 2}) {
           std::string name = c.name + "/" + std::string(t == DType::f32 ? "f32" : "f16") + "/" +
-                             isa_name(isa) + "/t" + std::to_string(threads);
+                             isa_name(isa) + (fpmath == FpMath::bf16 ? "_bf16math" : "") + "/t" +
+                             std::to_string(threads);
           auto* b = benchmark::RegisterBenchmark(
-              name.c_str(),
-              [c, t, isa, threads](benchmark::State& s) { run_case(s, c, t, isa, threads); });
+              name.c_str(), [c, t, isa = isa, fpmath = fpmath, threads](benchmark::State& s) {
+                run_case(s, c, t, isa, fpmath, threads);
+              });
           b->Unit(benchmark::kMillisecond);
           // One thread: rates from its CPU time, which a busy machine disturbs least. Two: from
           // wall time, the only measure of the speed-up (run those on a quiet machine).

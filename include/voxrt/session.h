@@ -30,6 +30,13 @@ enum class Precision {
   fp16,      ///< store float activations and weights in fp16, accumulate in fp32
 };
 
+/// Arithmetic the kernels may use below the storage precision (what oneDNN calls fpmath mode).
+enum class FpMath {
+  strict,  ///< the storage precision's arithmetic: fp32 sums of fp32 (or fp16-widened) products
+  bf16,    ///< convolutions may round their operands to bfloat16 and sum the exact products in
+           ///< fp32, where the CPU has bf16 dot products (AVX512-BF16); strict elsewhere
+};
+
 enum class Backend {
   cpu,        ///< optimized CPU kernels where they apply, the reference elsewhere
   reference,  ///< the plain reference implementation only (the oracle)
@@ -37,6 +44,7 @@ enum class Backend {
 
 struct SessionOptions {
   Precision precision = Precision::as_model;
+  FpMath fpmath = FpMath::strict;
   Backend backend = Backend::cpu;
   int threads = 1;
   bool profiling = false;
@@ -65,8 +73,8 @@ struct NamedTensor {
 struct NodeProfile {
   std::string node;
   std::string op_type;
-  std::string kernel;        ///< the kernel that ran it ("ref" for the reference)
-  double start_ms = 0;       ///< since the run began
+  std::string kernel;   ///< the kernel that ran it ("ref" for the reference)
+  double start_ms = 0;  ///< since the run began
   double milliseconds = 0;
   int64_t macs = 0;
   std::vector<Shape> output_shapes;
@@ -99,7 +107,8 @@ class Session {
   /// Runs into caller-owned outputs (zero copy): each tensor must have the exact dtype and shape.
   void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) const;
   /// Output shapes a run on inputs of these shapes would produce, without computing them.
-  std::vector<Shape> output_shapes(const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
+  std::vector<Shape> output_shapes(
+      const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
 
   /// Summary at the given input shapes (every graph input named).
   ModelSummary summary(const std::vector<std::pair<std::string, Shape>>& input_shapes) const;

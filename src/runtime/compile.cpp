@@ -66,7 +66,8 @@ CompiledModel compile_model(const void* bytes, size_t size, const std::string& m
   if (options.cpu_kernels) {
     cpu::Isa isa = cpu::max_isa();
     for (size_t k = 0; k < m.ops.size(); ++k)
-      m.ops[k] = cpu::CpuRegistry::instance().lower(m.graph.nodes[k], m.graph, std::move(m.ops[k]), isa);
+      m.ops[k] = cpu::CpuRegistry::instance().lower(m.graph.nodes[k], m.graph, std::move(m.ops[k]),
+                                                    isa, options.fpmath);
   }
   return m;
 }
@@ -81,8 +82,8 @@ std::string graph_to_text(const ir::Graph& g) {
     if (const Tensor* c = g.constant(v)) t += "[" + shape_str(c->shape()) + "]";
     return t;
   };
-  s << "graph '" << g.model_name << "' opset " << g.opset << ", " << g.nodes.size()
-    << " nodes, " << g.constants.size() << " constants\n";
+  s << "graph '" << g.model_name << "' opset " << g.opset << ", " << g.nodes.size() << " nodes, "
+    << g.constants.size() << " constants\n";
   for (int v : g.inputs) s << "  input  " << val(v) << "\n";
   for (const ir::Node& n : g.nodes) {
     s << "  " << n.name << ": " << n.op_type << "(";

@@ -8,14 +8,16 @@
 
 #include "backends/ref/op.h"
 #include "ir/graph.h"
+#include "voxrt/session.h"
 
 namespace voxrt {
 
 struct CompileOptions {
-  bool fp16 = false;           // convert float weights and activations to fp16, keep fp32 I/O
-  bool optimize = true;        // run the portable passes
-  std::string stop_after;      // stop the pass list after the pass of this name
-  bool cpu_kernels = true;     // lower nodes to optimized CPU kernels where one applies
+  bool fp16 = false;               // convert float weights and activations to fp16, keep fp32 I/O
+  bool optimize = true;            // run the portable passes
+  std::string stop_after;          // stop the pass list after the pass of this name
+  bool cpu_kernels = true;         // lower nodes to optimized CPU kernels where one applies
+  FpMath fpmath = FpMath::strict;  // arithmetic the CPU kernels may use
 };
 
 struct CompiledModel {

@@ -43,6 +43,7 @@ void Session::Impl::init(const void* bytes, size_t size, const std::string& name
   co.optimize = opt.optimize;
   co.stop_after = opt.stop_after_pass;
   co.cpu_kernels = opt.backend == Backend::cpu;
+  co.fpmath = opt.fpmath;
   model = compile_model(bytes, size, name, dir, co);
   pool = std::make_unique<ThreadPool>(opt.threads);
   inputs = io_infos(model.graph, model.graph.inputs);
@@ -50,8 +51,8 @@ void Session::Impl::init(const void* bytes, size_t size, const std::string& name
   outputs = io_infos(model.graph, model.graph.outputs);
 }
 
-std::shared_ptr<const Plan> Session::Impl::plan_for(const std::vector<Shape>& shapes,
-                                                    const std::vector<const Tensor*>& values) const {
+std::shared_ptr<const Plan> Session::Impl::plan_for(
+    const std::vector<Shape>& shapes, const std::vector<const Tensor*>& values) const {
   std::vector<std::vector<int64_t>> key_values(values.size());
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i])
@@ -86,11 +87,13 @@ std::vector<Shape> Session::Impl::input_shapes(const std::vector<NamedTensor>& i
     if (k == inputs.size()) {
       std::string names;
       for (const IoInfo& i : inputs) names += (names.empty() ? "'" : ", '") + i.name + "'";
-      throw Error("model '" + g.model_name + "': no input named '" + t.name + "' (inputs: " + names + ")");
+      throw Error("model '" + g.model_name + "': no input named '" + t.name +
+                  "' (inputs: " + names + ")");
     }
     if (t.tensor.dtype() != inputs[k].dtype)
-      throw Error(g.where_value(g.inputs[k]) + ": given " + std::string(dtype_name(t.tensor.dtype())) +
-                  ", expected " + std::string(dtype_name(inputs[k].dtype)));
+      throw Error(g.where_value(g.inputs[k]) + ": given " +
+                  std::string(dtype_name(t.tensor.dtype())) + ", expected " +
+                  std::string(dtype_name(inputs[k].dtype)));
     if (!t.tensor.raw() && t.tensor.numel() > 0)
       throw Error(g.where_value(g.inputs[k]) + ": the given tensor has no data");
     shapes[k] = t.tensor.shape();
@@ -140,8 +143,9 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
     if (plan->skip_step[s]) {
       // A Concat whose producers already wrote into their slices of it.
       int o = n.outputs[0];
-      vals[static_cast<size_t>(o)] = Tensor::view(*g.values[static_cast<size_t>(o)].dtype, plan->shapes[static_cast<size_t>(o)],
-                                                  arena.get() + plan->arena_offset[static_cast<size_t>(o)]);
+      vals[static_cast<size_t>(o)] = Tensor::view(
+          *g.values[static_cast<size_t>(o)].dtype, plan->shapes[static_cast<size_t>(o)],
+          arena.get() + plan->arena_offset[static_cast<size_t>(o)]);
       continue;
     }
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
@@ -153,10 +157,14 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       DType dt = o >= 0 ? *g.values[static_cast<size_t>(o)].dtype : DType::f32;
       const Shape& shape = o >= 0 ? plan->shapes[static_cast<size_t>(o)] : Shape{};
       int64_t offset = o >= 0 ? plan->arena_offset[static_cast<size_t>(o)] : -1;
-      if (slot >= 0 && caller_outputs) outs.push_back(Tensor::view(dt, shape, out[static_cast<size_t>(slot)].raw()));
-      else if (offset >= 0) outs.push_back(Tensor::view(dt, shape, arena.get() + offset));
-      else if (o >= 0) outs.push_back(Tensor::empty(dt, shape));
-      else outs.push_back(Tensor());
+      if (slot >= 0 && caller_outputs)
+        outs.push_back(Tensor::view(dt, shape, out[static_cast<size_t>(slot)].raw()));
+      else if (offset >= 0)
+        outs.push_back(Tensor::view(dt, shape, arena.get() + offset));
+      else if (o >= 0)
+        outs.push_back(Tensor::empty(dt, shape));
+      else
+        outs.push_back(Tensor());
     }
     auto t0 = clock::now();
     const Op& op = *model.ops[static_cast<size_t>(k)];
@@ -178,7 +186,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
     for (size_t o = 0; o < n.outputs.size(); ++o)
       if (n.outputs[o] >= 0) vals[static_cast<size_t>(n.outputs[o])] = std::move(outs[o]);
     for (int v : n.inputs)
-      if (v >= 0 && plan->last_use[static_cast<size_t>(v)] == static_cast<int>(s) && output_slot(v) < 0)
+      if (v >= 0 && plan->last_use[static_cast<size_t>(v)] == static_cast<int>(s) &&
+          output_slot(v) < 0)
         vals[static_cast<size_t>(v)] = Tensor();
   }
   plan->arenas->give_back(std::move(arena));
@@ -186,7 +195,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     Tensor& v = vals[static_cast<size_t>(g.outputs[k])];
     if (caller_outputs) {
-      if (v.raw() != out[k].raw() && out[k].nbytes()) std::memcpy(out[k].raw(), v.raw(), out[k].nbytes());
+      if (v.raw() != out[k].raw() && out[k].nbytes())
+        std::memcpy(out[k].raw(), v.raw(), out[k].nbytes());
     } else {
       bool borrowed = g.is_constant(g.outputs[k]) || plan->folded.count(g.outputs[k]) ||
                       std::count(g.inputs.begin(), g.inputs.end(), g.outputs[k]);
@@ -199,7 +209,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
   }
 }
 
-Session::Session(const std::string& path, const SessionOptions& options) : impl_(std::make_unique<Impl>()) {
+Session::Session(const std::string& path, const SessionOptions& options)
+    : impl_(std::make_unique<Impl>()) {
   std::string name = options.model_name.empty() ? std::filesystem::path(path).filename().string()
                                                 : options.model_name;
   std::string bytes = onnx_io::read_file(path);
@@ -209,15 +220,20 @@ Session::Session(const std::string& path, const SessionOptions& options) : impl_
 
 Session::Session(const void* bytes, size_t size, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  impl_->init(bytes, size, options.model_name.empty() ? "<memory>" : options.model_name, "", options);
+  impl_->init(bytes, size, options.model_name.empty() ? "<memory>" : options.model_name, "",
+              options);
 }
 
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
-const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+const std::vector<IoInfo>& Session::inputs() const {
+  return impl_->inputs;
+}
+const std::vector<IoInfo>& Session::outputs() const {
+  return impl_->outputs;
+}
 
 std::vector<Tensor> Session::run(const std::vector<NamedTensor>& inputs) const {
   std::vector<Tensor> out;
@@ -233,7 +249,8 @@ void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTenso
     size_t k = 0;
     while (k < outs.size() && outs[k].name != o.name) ++k;
     if (k == outs.size())
-      throw Error("model '" + impl_->model.graph.model_name + "': no output named '" + o.name + "'");
+      throw Error("model '" + impl_->model.graph.model_name + "': no output named '" + o.name +
+                  "'");
     buffers[k] = o.tensor;
     seen[k] = 1;
   }
@@ -244,11 +261,13 @@ void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTenso
   impl_->execute(inputs, buffers, true);
 }
 
-std::vector<Shape> Session::output_shapes(const std::vector<std::pair<std::string, Shape>>& input_shapes) const {
+std::vector<Shape> Session::output_shapes(
+    const std::vector<std::pair<std::string, Shape>>& input_shapes) const {
   return summary(input_shapes).output_shapes;
 }
 
-ModelSummary Session::summary(const std::vector<std::pair<std::string, Shape>>& input_shapes) const {
+ModelSummary Session::summary(
+    const std::vector<std::pair<std::string, Shape>>& input_shapes) const {
   const ir::Graph& g = impl_->model.graph;
   std::vector<NamedTensor> named;
   for (const auto& [name, shape] : input_shapes) {

@@ -1,5 +1,6 @@
 // The CPU backend's Conv, voxrt.FusedConv and ConvTranspose (gemm drivers) against the reference
-// ops on random shapes and attributes, for f32 and f16, under every ISA cap this CPU allows.
+// ops on random shapes and attributes, for f32 and f16, under every ISA cap this CPU allows, with
+// and without bf16 products (FpMath::bf16).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "backends/cpu/cpu_op.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
 #include "backends/ref/tensor_math.h"
+#include "core/half.h"
 #include "runtime/thread_pool.h"
 
 namespace voxrt::cpu {
@@ -141,8 +143,24 @@ double rel_l2(const Tensor& got, const Tensor& want) {
   return std::sqrt(err / std::max(norm, 1e-300));
 }
 
-// Lowers the case at `isa`, runs it on `pool` (may be null), and compares with the reference.
-void check(const ConvCase& c, DType t, Isa isa, ThreadPool* pool, std::mt19937& rng) {
+// A copy of `t` (same dtype) with every value rounded to bfloat16, as the bf16 rows read it.
+Tensor bf16_rounded(const Tensor& t) {
+  Tensor r = Tensor::empty(t.dtype(), t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    ref::store(r, i, bf16_to_float(float_to_bf16(static_cast<float>(ref::load(t, i)))));
+  return r;
+}
+
+// What a case runs under: the ISA cap and the session's fpmath.
+struct Path {
+  Isa isa;
+  FpMath fpmath;
+};
+
+// Lowers the case on `path`, runs it on `pool` (may be null), and compares with the reference.
+// Rows with bf16 products are held to the fp32 (or fp16 storage) bound against the reference
+// run on bf16-rounded X and W, and to the reduced-precision bound against the exact reference.
+void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937& rng) {
   Built b;
   ASSERT_TRUE(build(c, t, rng, b)) << "invalid test case: " << c.str();
   const ir::Node& n = b.graph.nodes[0];
@@ -151,19 +169,32 @@ void check(const ConvCase& c, DType t, Isa isa, ThreadPool* pool, std::mt19937& 
   std::vector<Tensor> want = {Tensor::zeros(t, b.y)};
   OpRegistry::instance().create(n, b.graph)->compute(in, want);
 
-  std::unique_ptr<Op> fast =
-      CpuRegistry::instance().lower(n, b.graph, OpRegistry::instance().create(n, b.graph), isa);
+  std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
+      n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
   int64_t group = c.attrs.count("group") ? c.attrs.at("group").i : 1;
-  const GemmKernel* row = find_gemm_kernel(isa, t, c.op == "ConvTranspose" ? 0 : c.w[0] / group);
+  const bool conv = c.op != "ConvTranspose";
+  const GemmKernel* row =
+      find_gemm_kernel(path.isa, t, conv ? c.w[0] / group : 0, conv && path.fpmath == FpMath::bf16);
   ASSERT_EQ(fast->kernel_name(), row->name) << c.str() << ": the lowering declined";
   // NaN everywhere: every element must be written.
   std::vector<Tensor> got = {Tensor::empty(t, b.y)};
   std::memset(got[0].raw(), 0xff, got[0].nbytes());
   fast->run(RunContext{pool}, in, got);
-  double err = rel_l2(got[0], want[0]);
-  double tol = t == DType::f32 ? 1e-5 : 1e-2;
-  EXPECT_LT(err, tol) << row->name << " " << dtype_name(t) << " " << c.str()
-                      << (pool ? " threads=" + std::to_string(pool->size()) : "");
+  const std::string what = std::string(row->name) + " " + std::string(dtype_name(t)) + " " +
+                           c.str() + (pool ? " threads=" + std::to_string(pool->size()) : "");
+  const double tol = t == DType::f32 ? 1e-5 : 1e-2;
+  if (!bf16_dot(*row)) {
+    EXPECT_LT(rel_l2(got[0], want[0]), tol) << what;
+    return;
+  }
+  EXPECT_LT(rel_l2(got[0], want[0]), 1e-2) << what << " against the exact reference";
+  Tensor x = bf16_rounded(b.x), w = bf16_rounded(b.w);
+  std::vector<const Tensor*> rounded = in;
+  rounded[0] = &x;
+  rounded[1] = &w;
+  std::vector<Tensor> want_rounded = {Tensor::zeros(t, b.y)};
+  OpRegistry::instance().create(n, b.graph)->compute(rounded, want_rounded);
+  EXPECT_LT(rel_l2(got[0], want_rounded[0]), tol) << what << " against bf16-rounded X and W";
 }
 
 ConvCase random_conv(std::mt19937& rng, int rank) {
@@ -270,13 +301,15 @@ std::vector<ConvCase> unet_cases() {
   return v;
 }
 
-const Isa kIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512fp16};
+const Path kPaths[] = {{Isa::scalar, FpMath::strict},     {Isa::avx2, FpMath::strict},
+                       {Isa::avx512, FpMath::strict},     {Isa::avx512bf16, FpMath::bf16},
+                       {Isa::avx512fp16, FpMath::strict}, {Isa::avx512fp16, FpMath::bf16}};
 
-class ConvLoweringTest : public ::testing::TestWithParam<Isa> {
+class ConvLoweringTest : public ::testing::TestWithParam<Path> {
  protected:
   void SetUp() override {
-    if (cpu_features().detected < GetParam())
-      GTEST_SKIP() << "this CPU has no " << isa_name(GetParam()) << "; its kernels are not run";
+    if (cpu_features().detected < GetParam().isa)
+      GTEST_SKIP() << "this CPU has no " << isa_name(GetParam().isa) << "; its kernels are not run";
   }
 };
 
@@ -326,9 +359,10 @@ TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
   EXPECT_EQ(done, 40);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, ConvLoweringTest, ::testing::ValuesIn(kIsas),
-                         [](const ::testing::TestParamInfo<Isa>& info) {
-                           return std::string(isa_name(info.param));
+INSTANTIATE_TEST_SUITE_P(Path, ConvLoweringTest, ::testing::ValuesIn(kPaths),
+                         [](const ::testing::TestParamInfo<Path>& info) {
+                           return std::string(isa_name(info.param.isa)) +
+                                  (info.param.fpmath == FpMath::bf16 ? "_bf16math" : "");
                          });
 
 // One lowered op serves concurrent runs (a Session's concurrent Run calls): scratch is per call.

@@ -51,6 +51,7 @@ void run_tiles(const GemmKernel& g, const Problem& pr, const uint8_t* a, BAt b_a
                const std::vector<uint8_t>& residual, uint8_t* c, int64_t ldc, Fn fn) {
   size_t ab = panel_type_bytes(g.a_panel);
   size_t cb = pr.f32_out ? 4 : dtype_size(g.storage);
+  const int64_t k = packed_steps(g, pr.k);
   for (int64_t i0 = 0; i0 < pr.m; i0 += g.mr)
     for (int64_t j0 = 0; j0 < pr.n; j0 += g.nr) {
       GemmParams p;
@@ -61,9 +62,9 @@ void run_tiles(const GemmKernel& g, const Problem& pr, const uint8_t* a, BAt b_a
       p.alpha = 0.125f;
       p.f32_out = pr.f32_out;
       fn(static_cast<size_t>(std::min<int64_t>(g.mr, pr.m - i0)),
-         static_cast<size_t>(std::min<int64_t>(g.nr, pr.n - j0)), static_cast<size_t>(pr.k),
-         a + i0 * pr.k * ab, b_at(j0), b_offsets, c + (i0 * ldc + j0) * cb,
-         static_cast<size_t>(ldc), p);
+         static_cast<size_t>(std::min<int64_t>(g.nr, pr.n - j0)), static_cast<size_t>(k),
+         a + i0 * k * ab, b_at(j0), b_offsets, c + (i0 * ldc + j0) * cb, static_cast<size_t>(ldc),
+         p);
     }
 }
 
@@ -88,27 +89,29 @@ void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
   std::vector<uint8_t> ap(packed_a_bytes(g, pr.m, pr.k));
   pack_a(g, a.data(), pr.k, 1, pr.m, pr.k, ap.data());
   // B as packed micro-panels, or as the rows of a wider matrix of panel elements whose columns
-  // past n hold other (finite) data.
-  const size_t bb = panel_type_bytes(g.b_panel);
+  // past n hold other (finite) data; a row of packed elements holds k_pack steps, the steps past
+  // k zero.
+  const size_t bb = panel_type_bytes(g.b_panel), member = bb / static_cast<size_t>(g.k_pack);
+  const int64_t elems = packed_steps(g, pr.k);
   std::vector<uint8_t> bp;
   std::vector<int64_t> offsets;
   const int64_t ldb = pr.n + g.nr + 5;
   if (pr.b_rows) {
     std::vector<uint8_t> extra = random_storage(g.storage, ldb, rng, -1, 1);
-    bp.resize(static_cast<size_t>(pr.k * ldb) * bb);
+    bp.assign(static_cast<size_t>(elems * ldb) * bb, 0);
     for (int64_t s = 0; s < pr.k; ++s) {
-      uint8_t* row = bp.data() + s * ldb * bb;
+      uint8_t* row = bp.data() + s / g.k_pack * ldb * bb + s % g.k_pack * member;
       g.to_panel(b.data() + s * pr.n * dtype_size(g.storage), row, static_cast<size_t>(pr.n));
       g.to_panel(extra.data(), row + pr.n * bb, static_cast<size_t>(ldb - pr.n));
-      offsets.push_back(s * ldb);
     }
+    for (int64_t e = 0; e < elems; ++e) offsets.push_back(e * ldb);
   } else {
     bp.resize(packed_b_bytes(g, pr.k, pr.n));
     pack_b(g, b.data(), pr.n, pr.k, pr.n, bp.data());
     offsets = panel_offsets(g, pr.k);
   }
   auto b_at = [&](int64_t j0) {
-    return bp.data() + (pr.b_rows ? j0 : j0 * pr.k) * static_cast<int64_t>(bb);
+    return bp.data() + (pr.b_rows ? j0 : j0 * elems) * static_cast<int64_t>(bb);
   };
 
   DType out_t = pr.f32_out ? DType::f32 : g.storage;
@@ -201,6 +204,64 @@ TEST(GemmTable, EveryStorageDtypeHasAPortableRowAndNamesAreUnique) {
         << a.name << " does not end in its ISA";
   }
   EXPECT_EQ(find_gemm_kernel(Isa::amx, DType::f64), nullptr);
+}
+
+TEST(GemmTable, Bf16ProductsOnlyWhenAllowed) {
+  for (DType t : {DType::f32, DType::f16})
+    for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::avx512fp16, Isa::amx}) {
+      const GemmKernel* strict = find_gemm_kernel(isa, t, 16);
+      ASSERT_NE(strict, nullptr);
+      EXPECT_FALSE(bf16_dot(*strict)) << strict->name << " chosen without FpMath::bf16";
+      const GemmKernel* allowed = find_gemm_kernel(isa, t, 16, true);
+      ASSERT_NE(allowed, nullptr);
+      // On AVX512-FP16 an fp16 model keeps its fp16 arithmetic, as fast and more precise.
+      const bool want_bf16 = isa >= Isa::avx512bf16 && !(t == DType::f16 && isa >= Isa::avx512fp16);
+      EXPECT_EQ(bf16_dot(*allowed), want_bf16) << allowed->name << " at " << isa_name(isa);
+      EXPECT_EQ(allowed->k_pack, bf16_dot(*allowed) ? 2 : 1) << allowed->name;
+    }
+}
+
+// What bf16 products cost in accuracy on UNet-like data (non-negative activations, zero-mean
+// weights scaled by 1/sqrt(k)): operands rounded to 8 significant bits, exact products, fp32 sums.
+TEST(GemmBf16Products, RelativeL2ErrorWellUnderOnePercent) {
+  const GemmKernel* g = find_gemm_kernel(Isa::avx512bf16, DType::f32, 0, true);
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(bf16_dot(*g)) << g->name;
+  if (cpu_features().detected < g->isa)
+    GTEST_SKIP() << "this CPU has no " << isa_name(g->isa) << " to pack B for " << g->name;
+  std::mt19937 rng(5);
+  for (int64_t k : {27, 431, 864, 3456}) {
+    const int64_t m = g->mr, n = g->nr;
+    std::normal_distribution<float> wd(0, 1 / std::sqrt(static_cast<float>(k)));
+    std::vector<float> w(static_cast<size_t>(m * k));
+    for (float& v : w) v = wd(rng);
+    std::vector<uint8_t> x = random_storage(DType::f32, k * n, rng, 0, 2);
+    std::vector<uint8_t> ap(packed_a_bytes(*g, m, k)), bp(packed_b_bytes(*g, k, n));
+    pack_a(*g, w.data(), k, 1, m, k, ap.data());
+    pack_b(*g, x.data(), n, k, n, bp.data());
+    std::vector<float> got(static_cast<size_t>(m * n));
+    GemmParams p;
+    p.f32_out = true;
+    std::vector<int64_t> offsets = panel_offsets(*g, k);
+    g->ukernel(static_cast<size_t>(m), static_cast<size_t>(n),
+               static_cast<size_t>(packed_steps(*g, k)), ap.data(), bp.data(), offsets.data(),
+               got.data(), static_cast<size_t>(n), p);
+    double err = 0, norm = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double exact = 0;
+        for (int64_t s = 0; s < k; ++s)
+          exact += static_cast<double>(w[static_cast<size_t>(i * k + s)]) *
+                   load(DType::f32, x.data(), s * n + j);
+        double e = got[static_cast<size_t>(i * n + j)] - exact;
+        err += e * e;
+        norm += exact * exact;
+      }
+    double rel = std::sqrt(err / norm);
+    EXPECT_LT(rel, 5e-3) << "k=" << k;
+    EXPECT_GT(rel, 1e-5) << "k=" << k << ": no bf16 rounding seen; is the row computing in fp32?";
+    RecordProperty("rel_l2_k" + std::to_string(k), std::to_string(rel));
+  }
 }
 
 // The fp16-arithmetic design (fp16 fused multiply-adds, carried into fp32 every k_carry steps)

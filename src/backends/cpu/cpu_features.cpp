@@ -47,11 +47,14 @@ CpuFeatures detect() {
     f.amx_bf16 = d & (1u << 22);
     f.amx_tile = d & (1u << 24);
   }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = a & (1u << 5);
   f.os_amx = os_tiles && f.amx_tile && request_amx_permission();
   if (f.os_avx && f.avx2 && f.fma && f.f16c) f.detected = Isa::avx2;
   if (f.detected == Isa::avx2 && f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)
     f.detected = Isa::avx512;
-  if (f.detected == Isa::avx512 && f.avx512fp16) f.detected = Isa::avx512fp16;
+  if (f.detected == Isa::avx512 && f.avx512bf16) f.detected = Isa::avx512bf16;
+  // Every CPU with AVX512-FP16 (Sapphire Rapids on) also has AVX512-BF16.
+  if (f.detected == Isa::avx512bf16 && f.avx512fp16) f.detected = Isa::avx512fp16;
   if (f.detected == Isa::avx512fp16 && f.amx_bf16 && f.os_amx) f.detected = Isa::amx;
   return f;
 }
@@ -64,9 +67,10 @@ const CpuFeatures& cpu_features() {
 }
 
 Isa parse_isa(const std::string& name) {
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512fp16, Isa::amx})
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::avx512fp16, Isa::amx})
     if (name == isa_name(i)) return i;
-  throw Error("VOXRT_MAX_ISA '" + name + "' is not one of scalar, avx2, avx512, avx512fp16, amx");
+  throw Error("VOXRT_MAX_ISA '" + name +
+              "' is not one of scalar, avx2, avx512, avx512bf16, avx512fp16, amx");
 }
 
 const char* isa_name(Isa isa) {
@@ -74,6 +78,7 @@ const char* isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::avx512bf16: return "avx512bf16";
     case Isa::avx512fp16: return "avx512fp16";
     case Isa::amx: return "amx";
   }

@@ -1,5 +1,6 @@
 // What the CPU can run, read once from CPUID and XCR0 (and Linux's AMX permission), capped by
-// the VOXRT_MAX_ISA environment variable (scalar | avx2 | avx512 | avx512fp16 | amx) so every
+// the VOXRT_MAX_ISA environment variable (scalar | avx2 | avx512 | avx512bf16 | avx512fp16 |
+// amx) so every
 // lower path can be exercised on a high-end machine.
 #pragma once
 
@@ -12,6 +13,7 @@ enum class Isa {
   scalar,      // plain C++
   avx2,        // AVX2 + FMA + F16C
   avx512,      // AVX-512 F/BW/VL/DQ (fp16 via conversion)
+  avx512bf16,  // AVX512-BF16 dot products (Cooper Lake, Zen 4)
   avx512fp16,  // AVX512-FP16 arithmetic
   amx,         // AMX-BF16 tiles
 };
@@ -19,7 +21,7 @@ enum class Isa {
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
-  bool avx512fp16 = false;
+  bool avx512bf16 = false, avx512fp16 = false;
   bool amx_bf16 = false, amx_tile = false;
   bool os_avx = false, os_avx512 = false, os_amx = false;  // XCR0 and Linux permission
   /// Highest level the hardware and OS allow.

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/cpu_features.h"
 #include "backends/ref/op.h"
+#include "voxrt/session.h"
 
 namespace voxrt::cpu {
 
@@ -44,11 +45,16 @@ struct LowerContext {
   const ir::Node& node;
   const ir::Graph& graph;
   Isa isa;
+  FpMath fpmath;  // bf16: Conv may use the bf16 dot-product gemm rows
   const Tensor* constant_input(int i) const {
     return node.has_input(i) ? graph.constant(node.inputs[static_cast<size_t>(i)]) : nullptr;
   }
-  DType input_dtype(int i) const { return *graph.values[static_cast<size_t>(node.inputs[static_cast<size_t>(i)])].dtype; }
-  DType output_dtype(int i) const { return *graph.values[static_cast<size_t>(node.outputs[static_cast<size_t>(i)])].dtype; }
+  DType input_dtype(int i) const {
+    return *graph.values[static_cast<size_t>(node.inputs[static_cast<size_t>(i)])].dtype;
+  }
+  DType output_dtype(int i) const {
+    return *graph.values[static_cast<size_t>(node.outputs[static_cast<size_t>(i)])].dtype;
+  }
 };
 
 /// Returns an optimized op taking ownership of `ref`, or nullptr (leaving `ref` alone) to decline.
@@ -61,7 +67,7 @@ class CpuRegistry {
   void add(const std::string& op_type, Lowering lowering);
   /// The optimized op for this node, or `ref` itself when no lowering accepts it.
   std::unique_ptr<Op> lower(const ir::Node& node, const ir::Graph& graph, std::unique_ptr<Op> ref,
-                            Isa isa) const;
+                            Isa isa, FpMath fpmath = FpMath::strict) const;
 
  private:
   std::multimap<std::string, Lowering> lowerings_;

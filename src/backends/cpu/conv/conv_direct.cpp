@@ -1,6 +1,7 @@
 // Conv without forming col: the input of a slab of output planes is copied once into a
-// zero-padded buffer (converted to the kernel's panel type), and step k = (channel, kz, ky, kx)
-// of the gemm reads NR consecutive buffer elements at a fixed offset from the strip's start.
+// zero-padded buffer (converted to the kernel's panel type; channels interleaved in packs where
+// a panel element holds several steps), and step k = (channel pack, kz, ky, kx) of the gemm
+// reads NR consecutive buffer elements at a fixed offset from the strip's start.
 // Height and width strides are undone by storing each padded plane as sy * sx phase planes
 // (rows r, r + sy, ...; columns c, c + sx, ...), so consecutive outputs read consecutive
 // elements and output rows follow each other at a fixed pitch, as with unit strides. Strips run
@@ -103,10 +104,13 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
 bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
                           const Tensor* residual, Tensor& y) const {
   const int64_t n_batch = x.dim(0), c_in = x.dim(1);
-  const int64_t mg = m_ / group_, steps = cg_ * kvol_;
+  // Channels are stored in packs of k_pack (the members of a panel element), so a step reads
+  // whole elements: step k = (channel pack, kz, ky, kx).
+  const int64_t kp = g_.k_pack, packs = packed_channels();
+  const int64_t mg = m_ / group_, steps = packs * kvol_;
   const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr);
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
-               bb = panel_type_bytes(g_.b_panel);
+               bb = panel_type_bytes(g_.b_panel), member = bb / static_cast<size_t>(kp);
   const int64_t s_in = win.in_size(), s_out = win.out_size(), out_plane = win.out[1] * win.out[2];
 
   // Padded extents: every tap of every output position lands inside.
@@ -128,13 +132,13 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
 
   // A slab: `slab_out` output planes and the input planes they read.
   const int64_t sz = win.stride[0], reach = (win.kernel[0] - 1) * win.dilation[0] + 1;
-  const int64_t plane_bytes = cg_ * plane * static_cast<int64_t>(bb);
+  const int64_t plane_bytes = packs * plane * static_cast<int64_t>(bb);
   const int64_t slab_out = std::clamp<int64_t>(
       (kSlabBudget / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1, 1, win.out[0]);
   const int64_t slab_planes = (slab_out - 1) * sz + reach, chan = slab_planes * plane;
 
   std::vector<int64_t> offsets(static_cast<size_t>(steps));
-  for (int64_t c = 0, k = 0; c < cg_; ++c)
+  for (int64_t c = 0, k = 0; c < packs; ++c)
     for (int64_t kz = 0; kz < win.kernel[0]; ++kz)
       for (int64_t ky = 0; ky < win.kernel[1]; ++ky)
         for (int64_t kx = 0; kx < win.kernel[2]; ++kx, ++k) {
@@ -146,7 +150,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   // The furthest a strip reads: its furthest step, NR lanes past the slab's last strip.
   const int64_t reads = (slab_out - 1) * sz * plane + strips.back().q + nr +
                         (steps > 0 ? *std::max_element(offsets.begin(), offsets.end()) : 0);
-  const size_t buffer_elems = static_cast<size_t>(std::max(reads, cg_ * chan));
+  const size_t buffer_elems = static_cast<size_t>(std::max(reads, packs * chan));
   PanelBuffer padded(buffer_elems * bb);
 
   const int64_t threads = pool ? pool->size() : 1;
@@ -161,8 +165,8 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
       fn(0, n);
   };
   // Every plane a slab fills is zeroed first; past the last plane, only the tail of the reach.
-  std::memset(padded.data() + cg_ * chan * static_cast<int64_t>(bb), 0,
-              (buffer_elems - static_cast<size_t>(cg_ * chan)) * bb);
+  std::memset(padded.data() + packs * chan * static_cast<int64_t>(bb), 0,
+              (buffer_elems - static_cast<size_t>(packs * chan)) * bb);
 
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {
@@ -171,53 +175,57 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
       for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out) {
         const int64_t outs = std::min(slab_out, win.out[0] - z0);
         const int64_t planes = (outs - 1) * sz + reach;
-        parallel(cg_ * planes, [&](int64_t begin, int64_t end) {
+        parallel(packs * planes, [&](int64_t begin, int64_t end) {
           std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
           for (int64_t i = begin; i < end; ++i) {
-            const int64_t c = i / planes, lp = i % planes, iz = z0 * sz + lp - win.pad[0];
-            uint8_t* dst = padded.data() + (c * chan + lp * plane) * static_cast<int64_t>(bb);
-            std::memset(dst, 0, static_cast<size_t>(plane) * bb);
+            const int64_t pack = i / planes, lp = i % planes, iz = z0 * sz + lp - win.pad[0];
+            uint8_t* plane_dst =
+                padded.data() + (pack * chan + lp * plane) * static_cast<int64_t>(bb);
+            std::memset(plane_dst, 0, static_cast<size_t>(plane) * bb);
             if (iz < 0 || iz >= win.in[0]) continue;
-            const uint8_t* src =
-                xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
-            for (int64_t iy = 0; iy < win.in[1]; ++iy) {
-              const uint8_t* row = src + iy * win.in[2] * static_cast<int64_t>(es);
-              const int64_t py = iy + win.pad[1];
-              // Phase rx of this row, element j: padded column j * sx + rx.
-              auto phase_row = [&](int64_t rx, int64_t j) {
-                return dst + ((py % sy * sx + rx) * phase_plane + py / sy * xlen + j) *
-                                 static_cast<int64_t>(bb);
-              };
-              if (sx == 1) {
-                g_.to_panel(row, phase_row(0, win.pad[2]), static_cast<size_t>(win.in[2]));
-                continue;
-              }
-              // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1).
-              int64_t j0[kMaxPhases], j1[kMaxPhases];
-              for (int64_t r = 0; r < sx; ++r) {
-                j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
-                j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
-              }
-              if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
-                // Both phases at once, starting at the first input column of either.
-                int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
-                const uint8_t* from =
-                    row + (j0[first] * 2 + first - win.pad[2]) * static_cast<int64_t>(es);
-                uint8_t* even = scratch.data();
-                uint8_t* odd = scratch.data() + xlen * static_cast<int64_t>(es);
-                deinterleave(from, j1[0] - j0[0], es, first == 0 ? even : odd,
-                             first == 0 ? odd : even);
-                for (int64_t r = 0; r < 2; ++r)
-                  g_.to_panel(scratch.data() + r * xlen * static_cast<int64_t>(es),
-                              phase_row(r, j0[r]), static_cast<size_t>(j1[r] - j0[r]));
-                continue;
-              }
-              for (int64_t r = 0; r < sx; ++r) {
-                if (j1[r] <= j0[r]) continue;
-                gather(row + (j0[r] * sx + r - win.pad[2]) * static_cast<int64_t>(es), sx,
-                       j1[r] - j0[r], es, scratch.data());
-                g_.to_panel(scratch.data(), phase_row(r, j0[r]),
-                            static_cast<size_t>(j1[r] - j0[r]));
+            for (int64_t c = pack * kp; c < std::min(cg_, pack * kp + kp); ++c) {
+              uint8_t* dst = plane_dst + static_cast<size_t>(c % kp) * member;
+              const uint8_t* src =
+                  xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
+              for (int64_t iy = 0; iy < win.in[1]; ++iy) {
+                const uint8_t* row = src + iy * win.in[2] * static_cast<int64_t>(es);
+                const int64_t py = iy + win.pad[1];
+                // Phase rx of this row, element j: padded column j * sx + rx.
+                auto phase_row = [&](int64_t rx, int64_t j) {
+                  return dst + ((py % sy * sx + rx) * phase_plane + py / sy * xlen + j) *
+                                   static_cast<int64_t>(bb);
+                };
+                if (sx == 1) {
+                  g_.to_panel(row, phase_row(0, win.pad[2]), static_cast<size_t>(win.in[2]));
+                  continue;
+                }
+                // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1).
+                int64_t j0[kMaxPhases], j1[kMaxPhases];
+                for (int64_t r = 0; r < sx; ++r) {
+                  j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
+                  j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
+                }
+                if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
+                  // Both phases at once, starting at the first input column of either.
+                  int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
+                  const uint8_t* from =
+                      row + (j0[first] * 2 + first - win.pad[2]) * static_cast<int64_t>(es);
+                  uint8_t* even = scratch.data();
+                  uint8_t* odd = scratch.data() + xlen * static_cast<int64_t>(es);
+                  deinterleave(from, j1[0] - j0[0], es, first == 0 ? even : odd,
+                               first == 0 ? odd : even);
+                  for (int64_t r = 0; r < 2; ++r)
+                    g_.to_panel(scratch.data() + r * xlen * static_cast<int64_t>(es),
+                                phase_row(r, j0[r]), static_cast<size_t>(j1[r] - j0[r]));
+                  continue;
+                }
+                for (int64_t r = 0; r < sx; ++r) {
+                  if (j1[r] <= j0[r]) continue;
+                  gather(row + (j0[r] * sx + r - win.pad[2]) * static_cast<int64_t>(es), sx,
+                         j1[r] - j0[r], es, scratch.data());
+                  g_.to_panel(scratch.data(), phase_row(r, j0[r]),
+                              static_cast<size_t>(j1[r] - j0[r]));
+                }
               }
             }
           }

@@ -59,21 +59,30 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
 void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int64_t channels,
                  int64_t cols, const std::vector<ColumnRun>& runs, uint8_t* panel,
                  uint8_t* scratch) {
-  const int64_t nr = g.nr, kvol = w.kernel_size(), steps = channels * kvol;
+  const int64_t nr = g.nr, kvol = w.kernel_size(), kp = g.k_pack;
+  const int64_t steps = (channels + kp - 1) / kp * kvol;  // panel elements per column
   const size_t es = dtype_size(g.storage), bb = panel_type_bytes(g.b_panel);
+  const size_t member = bb / static_cast<size_t>(kp);
   const int64_t in_h = w.in[1], in_w = w.in[2], s_in = w.in_size();
-  int64_t k = 0;
+  // Packed elements are filled one member at a time: zero everything first, write only data.
+  if (kp > 1) std::memset(panel, 0, static_cast<size_t>(ceil_div(cols, nr) * steps * nr) * bb);
+  auto zero = [&](uint8_t* dst, int64_t n) {
+    if (kp == 1) std::memset(dst, 0, static_cast<size_t>(n) * bb);
+  };
   for (int64_t c = 0; c < channels; ++c) {
     const uint8_t* xc = x + c * s_in * static_cast<int64_t>(es);
+    // Element (channel pack, tap), member c % kp.
+    int64_t k = c / kp * kvol;
     for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
       for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
         for (int64_t kx = 0; kx < w.kernel[2]; ++kx, ++k)
           for (const ColumnRun& r : runs) {
-            uint8_t* dst = panel + (((r.q / nr) * steps + k) * nr + r.q % nr) * bb;
+            uint8_t* dst = panel + (((r.q / nr) * steps + k) * nr + r.q % nr) * bb +
+                           static_cast<size_t>(c % kp) * member;
             int64_t iz = r.oz * w.stride[0] - w.pad[0] + kz * w.dilation[0];
             int64_t iy = r.oy * w.stride[1] - w.pad[1] + ky * w.dilation[1];
             if (iz < 0 || iz >= w.in[0] || iy < 0 || iy >= in_h) {
-              std::memset(dst, 0, r.len * bb);
+              zero(dst, r.len);
               continue;
             }
             const int64_t sx = w.stride[2];
@@ -82,7 +91,7 @@ void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int
             int64_t hi = ix0 > in_w - 1 ? 0 : (in_w - 1 - ix0) / sx + 1;
             lo = std::min(lo, r.len);
             hi = std::clamp(hi, lo, r.len);
-            if (lo > 0) std::memset(dst, 0, lo * bb);
+            zero(dst, lo);
             if (hi > lo) {
               const uint8_t* src = xc + ((iz * in_h + iy) * in_w + ix0 + lo * sx) * es;
               if (sx == 1) {
@@ -92,10 +101,10 @@ void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int
                 g.to_panel(scratch, dst + lo * bb, static_cast<size_t>(hi - lo));
               }
             }
-            if (hi < r.len) std::memset(dst + hi * bb, 0, (r.len - hi) * bb);
+            zero(dst + hi * bb, r.len - hi);
           }
   }
-  if (int64_t tail = cols % nr; tail != 0) {
+  if (int64_t tail = cols % nr; tail != 0 && kp == 1) {
     uint8_t* last = panel + (cols / nr) * steps * nr * bb;
     for (int64_t s = 0; s < steps; ++s)
       std::memset(last + (s * nr + tail) * bb, 0, (nr - tail) * bb);
@@ -137,12 +146,22 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
                    ConvEpilogue epilogue)
     : g_(g), m_(w.dim(0)), group_(group), cg_(w.dim(1)), kvol_(1), epilogue_(epilogue) {
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
-  const int64_t mg = m_ / group_, steps = cg_ * kvol_;
+  const int64_t mg = m_ / group_, kp = g_.k_pack, cgp = packed_channels();
+  // Steps in packing order: (channel pack, tap, channel within the pack); channels past cg in
+  // the last pack are zero. With k_pack 1 that is W's own (channel, tap) order.
+  const int64_t steps = cgp * kvol_ * kp;
   std::vector<float> wf = to_f32(w);
+  std::vector<float> ordered(static_cast<size_t>(m_ * steps), 0.0f);
+  for (int64_t m = 0; m < m_; ++m)
+    for (int64_t c = 0; c < cg_; ++c)
+      for (int64_t t = 0; t < kvol_; ++t)
+        ordered[static_cast<size_t>(m * steps + ((c / kp) * kvol_ + t) * kp + c % kp)] =
+            wf[static_cast<size_t>((m * cg_ + c) * kvol_ + t)];
   a_group_bytes_ = packed_a_bytes(g_, mg, steps);
   a_ = PanelBuffer(a_group_bytes_ * static_cast<size_t>(group_));
   for (int64_t grp = 0; grp < group_; ++grp)
-    pack_a(g_, wf.data() + grp * mg * steps, steps, 1, mg, steps, a_.data() + grp * a_group_bytes_);
+    pack_a(g_, ordered.data() + grp * mg * steps, steps, 1, mg, steps,
+           a_.data() + grp * a_group_bytes_);
   if (bias) bias_ = to_f32(*bias);
 }
 
@@ -168,11 +187,11 @@ bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
     if (win.kernel[d] != 1 || win.stride[d] != 1 || win.pad[d] != 0 || win.in[d] != win.out[d])
       return false;
   const int64_t n_batch = x.dim(0), c_in = x.dim(1), mg = m_ / group_, s = win.out_size();
-  const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr);
+  const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr), steps = packed_channels();
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel);
   const int64_t strips = std::clamp<int64_t>(
-      kPointwisePanelBudget / std::max<int64_t>(1, cg_ * nr * static_cast<int64_t>(bb)), 1,
+      kPointwisePanelBudget / std::max<int64_t>(1, steps * nr * static_cast<int64_t>(bb)), 1,
       ceil_div(s, nr));
   const int64_t tile_cols = strips * nr, tiles = ceil_div(s, tile_cols);
   const std::vector<int64_t> offsets = panel_offsets(g_, cg_);
@@ -192,9 +211,9 @@ bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
           const int64_t m0 = grp * mg + mb * mr;
           const int64_t at = ((n * m_ + m0) * s + p0 + st * nr) * static_cast<int64_t>(es);
           g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)),
-                     static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(cg_),
-                     a_.data() + grp * a_group_bytes_ + mb * mr * cg_ * ab,
-                     panel.data() + st * cg_ * nr * bb, offsets.data(), yb + at,
+                     static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
+                     a_.data() + grp * a_group_bytes_ + mb * mr * steps * ab,
+                     panel.data() + st * steps * nr * bb, offsets.data(), yb + at,
                      static_cast<size_t>(s), params(m0, rb ? rb + at : nullptr));
         }
     }
@@ -209,7 +228,7 @@ bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
 void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
                           const Tensor* residual, Tensor& y) const {
   const int64_t n_batch = x.dim(0), c_in = x.dim(1);
-  const int64_t mg = m_ / group_, steps = cg_ * kvol_;
+  const int64_t mg = m_ / group_, steps = packed_channels() * kvol_;
   const int64_t s_in = win.in_size(), s_out = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr;
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
@@ -226,7 +245,8 @@ void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor&
   if (base < 4 * threads)
     mchunk = ceil_div(mblocks, std::min(mblocks, ceil_div(4 * threads, base)));
   const int64_t msplit = ceil_div(mblocks, mchunk), items = base * msplit;
-  const std::vector<int64_t> offsets = panel_offsets(g_, steps);
+  std::vector<int64_t> offsets(static_cast<size_t>(steps));
+  for (int64_t t = 0; t < steps; ++t) offsets[static_cast<size_t>(t)] = t * nr;
 
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;

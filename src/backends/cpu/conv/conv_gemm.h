@@ -75,11 +75,14 @@ class ConvGemm {
   void run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
                   Tensor& y) const;
   GemmParams params(int64_t m0, const uint8_t* residual) const;
+  // Channels of a group in packs of the kernel's k_pack (the last one zero-padded): the gemm's
+  // steps are (channel pack, tap) panel elements.
+  int64_t packed_channels() const { return (cg_ + g_.k_pack - 1) / g_.k_pack; }
 
   const GemmKernel& g_;
   int64_t m_, group_, cg_, kvol_;
   ConvEpilogue epilogue_;
-  PanelBuffer a_;  // per group: ceil((M / group) / MR) micro-panels of MR x (cg * kvol)
+  PanelBuffer a_;  // per group: ceil((M / group) / MR) micro-panels of MR x (packs * kvol)
   size_t a_group_bytes_ = 0;
   std::vector<float> bias_;  // M values; empty when the node has no bias
 };

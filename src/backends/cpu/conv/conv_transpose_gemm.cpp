@@ -6,6 +6,7 @@
 #include "backends/cpu/conv/conv_gemm.h"
 #include "backends/ref/tensor_math.h"
 #include "core/half.h"
+#include "voxrt/error.h"
 
 namespace voxrt::cpu {
 
@@ -89,6 +90,9 @@ std::vector<float> to_f32(const Tensor& t) {
 ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias,
                                      int64_t group)
     : g_(g), c_(w.dim(0)), mg_(w.dim(1)), group_(group), kvol_(1) {
+  if (g_.k_pack != 1)
+    throw Error(std::string("ConvTranspose cannot use gemm row ") + g_.name +
+                ": it reads input channels one step at a time");
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
   // MR channels to a chunk keep its (channel, tap) rows a whole number of micro-panels.
   chunk_ = std::max<int64_t>(1, std::min<int64_t>(mg_, g_.mr));

@@ -44,12 +44,15 @@ struct GemmParams {
 using GemmUkernel = void (*)(size_t mr, size_t nc, size_t k, const void* a, const void* b,
                              const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p);
 
-/// Converts `n` contiguous values of the storage dtype into B panel elements.
+/// Converts `n` contiguous values of the storage dtype into B panel elements. For rows that pack
+/// several steps per element (k_pack > 1) it writes one member of each of n consecutive elements:
+/// `dst` points at the member of the first, and the next is panel_type_bytes(b_panel) further.
 using PanelConvert = void (*)(const void* src, void* dst, size_t n);
 
 /// Element of a packed panel. f16_pair holds each fp16 value twice, so that a 32-bit broadcast
-/// (a plain load on x86) fills a vector with it.
-enum class PanelType : uint8_t { f32, f16, f16_pair };
+/// (a plain load on x86) fills a vector with it. bf16_pair holds two consecutive steps as bfloat16
+/// (the even step in the low half), the operand layout of dot-product instructions (vdpbf16ps).
+enum class PanelType : uint8_t { f32, f16, f16_pair, bf16_pair };
 
 size_t panel_type_bytes(PanelType t);
 
@@ -63,35 +66,50 @@ struct GemmKernel {
   /// fp16 arithmetic: steps summed in fp16 before the partial sum is carried into fp32; 0 when
   /// the kernel sums in fp32 throughout.
   int k_carry;
+  /// Steps per panel element: 2 for bf16_pair panels (the ukernel's k counts pairs), else 1.
+  int k_pack;
   GemmUkernel ukernel;
   PanelConvert to_panel;
 };
+
+/// Rows whose products are of bfloat16-rounded operands (FpMath::bf16 only).
+inline bool bf16_dot(const GemmKernel& g) {
+  return g.a_panel == PanelType::bf16_pair;
+}
+
+/// Panel elements of k steps: ceil(k / k_pack), the k a ukernel is called with.
+inline int64_t packed_steps(const GemmKernel& g, int64_t k) {
+  return (k + g.k_pack - 1) / g.k_pack;
+}
 
 /// Every kernel: within each storage dtype, best ISA first, the preferred tile of an ISA first.
 std::span<const GemmKernel> gemm_kernels();
 /// For `storage`, the best ISA at most `max`, and among its rows the one whose MR wastes the
 /// fewest rows on `m` output rows (the first row on ties, or when m is 0); nullptr if none.
-const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m = 0);
+/// Rows with bf16 products are candidates only when `allow_bf16`.
+const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m = 0, bool allow_bf16 = false);
 /// The row named `name`, or nullptr.
 const GemmKernel* find_gemm_kernel(const char* name);
 
-/// Bytes of A packed for m rows and k steps: ceil(m / MR) micro-panels of MR x k.
+/// Bytes of A packed for m rows and k steps: ceil(m / MR) micro-panels of MR x packed_steps(k).
 size_t packed_a_bytes(const GemmKernel& g, int64_t m, int64_t k);
-/// Bytes of B packed for k steps and n columns: ceil(n / NR) micro-panels of k x NR.
+/// Bytes of B packed for k steps and n columns: ceil(n / NR) micro-panels of packed_steps(k) x NR.
 size_t packed_b_bytes(const GemmKernel& g, int64_t k, int64_t n);
 
-/// Packs A(i, s) = src[i * row_stride + s * step_stride], i < m, s < k, into micro-panels.
+/// Packs A(i, s) = src[i * row_stride + s * step_stride], i < m, s < k, into micro-panels (steps
+/// past k of the last element, if k_pack does not divide k, are zero).
 void pack_a(const GemmKernel& g, const float* src, int64_t row_stride, int64_t step_stride,
             int64_t m, int64_t k, void* dst);
 /// Packs a row-major k x n matrix of the storage dtype (row stride `ld`) into micro-panels,
-/// zero-filling the columns past n of the last one.
+/// zero-filling the columns past n of the last one (and the steps past k).
 void pack_b(const GemmKernel& g, const void* src, int64_t ld, int64_t k, int64_t n, void* dst);
 
-/// b_offsets of a packed micro-panel of k steps: s * NR.
+/// b_offsets of a packed micro-panel of k steps: t * NR for each of its packed_steps(k) elements.
 std::vector<int64_t> panel_offsets(const GemmKernel& g, int64_t k);
 
-/// The plain reference for any row: the same tile from the same panels, summed in double (or,
-/// for rows with k_carry, emulating fp16 fused multiply-adds with the row's carry into fp32).
+/// The plain reference for any row: the same tile from the same panels (k counts panel elements,
+/// as for the ukernel), summed in double (or, for rows with k_carry, emulating fp16 fused
+/// multiply-adds with the row's carry into fp32).
 void gemm_reference(const GemmKernel& g, size_t mr, size_t nc, size_t k, const void* a,
                     const void* b, const int64_t* b_offsets, void* c, size_t ldc,
                     const GemmParams& p);

@@ -1,6 +1,6 @@
-// The family's reference: any row's tile from the same panels, summed in double, or for rows with
-// fp16 arithmetic, each step a correctly rounded fp16 fused multiply-add with the row's carry into
-// fp32, as the hardware kernel does it.
+// The family's reference: any row's tile from the same panels (both members of bf16 pairs),
+// summed in double, or for rows with fp16 arithmetic, each step a correctly rounded fp16 fused
+// multiply-add with the row's carry into fp32, as the hardware kernel does it.
 #include <cstring>
 
 #include "backends/cpu/kernels/gemm/gemm.h"
@@ -10,7 +10,8 @@ namespace voxrt::cpu {
 
 namespace {
 
-double panel_value(PanelType t, const void* base, size_t index) {
+// Member `member` of panel element `index` (only bf16_pair elements have a second member).
+double panel_value(PanelType t, const void* base, size_t index, size_t member = 0) {
   const uint8_t* p = static_cast<const uint8_t*>(base) + index * panel_type_bytes(t);
   switch (t) {
     case PanelType::f32: {
@@ -23,6 +24,11 @@ double panel_value(PanelType t, const void* base, size_t index) {
       uint16_t h;
       std::memcpy(&h, p, 2);
       return half_to_float(h);
+    }
+    case PanelType::bf16_pair: {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * member, 2);
+      return bf16_to_float(h);
     }
   }
   return 0;
@@ -49,14 +55,16 @@ double fp16_round(double v) {
 void gemm_reference(const GemmKernel& g, size_t mr, size_t nc, size_t k, const void* a,
                     const void* b, const int64_t* b_offsets, void* c, size_t ldc,
                     const GemmParams& p) {
-  auto b_at = [&](size_t s, size_t j) {
-    return panel_value(g.b_panel, b, static_cast<size_t>(b_offsets[s]) + j);
+  auto b_at = [&](size_t s, size_t j, size_t member = 0) {
+    return panel_value(g.b_panel, b, static_cast<size_t>(b_offsets[s]) + j, member);
   };
   for (size_t i = 0; i < mr; ++i)
     for (size_t j = 0; j < nc; ++j) {
       double acc = 0;
       if (g.k_carry == 0) {
-        for (size_t s = 0; s < k; ++s) acc += panel_value(g.a_panel, a, s * g.mr + i) * b_at(s, j);
+        for (size_t s = 0; s < k; ++s)
+          for (size_t h = 0; h < static_cast<size_t>(g.k_pack); ++h)
+            acc += panel_value(g.a_panel, a, s * g.mr + i, h) * b_at(s, j, h);
       } else {
         float carry = 0;
         for (size_t s0 = 0; s0 < k; s0 += static_cast<size_t>(g.k_carry)) {

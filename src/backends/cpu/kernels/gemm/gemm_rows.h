@@ -22,6 +22,10 @@ VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_8x48_avx512);
 VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_6x64_avx512);
 VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_8x64_avx512fp16);
 VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_6x64_avx512fp16);
+VOXRT_GEMM_UKERNEL(f32_bf16dot_gemm_8x48_avx512bf16);
+VOXRT_GEMM_UKERNEL(f32_bf16dot_gemm_6x64_avx512bf16);
+VOXRT_GEMM_UKERNEL(f16_bf16dot_gemm_8x48_avx512bf16);
+VOXRT_GEMM_UKERNEL(f16_bf16dot_gemm_6x64_avx512bf16);
 
 #undef VOXRT_GEMM_UKERNEL
 
@@ -30,6 +34,9 @@ void copy_f16_panel(const void* src, void* dst, size_t n);
 void f16_to_f32_panel_scalar(const void* src, void* dst, size_t n);
 void f16_to_f32_panel_avx2(const void* src, void* dst, size_t n);
 void f16_to_f32_panel_avx512(const void* src, void* dst, size_t n);
+// Into the low half of n consecutive 32-bit words at dst (one member of bf16_pair elements).
+void f32_to_bf16_member_avx512bf16(const void* src, void* dst, size_t n);
+void f16_to_bf16_member_avx512bf16(const void* src, void* dst, size_t n);
 
 /// fp16 steps the AVX512-FP16 kernel sums before carrying into fp32.
 constexpr int kF16CarrySteps = 64;

@@ -12,32 +12,45 @@ namespace voxrt::cpu {
 namespace {
 
 // Within each storage dtype, best ISA first; within an ISA, the preferred tile first, then tiles
-// whose row counts fit other output channel counts (3, 6, 12...).
+// whose row counts fit other output channel counts (3, 6, 12...). The bf16 dot-product rows
+// (FpMath::bf16) rank by their ISA like the others but are skipped unless asked for.
 constexpr GemmKernel kKernels[] = {
-    {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0,
+    {Isa::avx512bf16, "f32_bf16dot_gemm_8x48__avx512bf16", DType::f32, PanelType::bf16_pair,
+     PanelType::bf16_pair, 8, 48, 0, 2, f32_bf16dot_gemm_8x48_avx512bf16,
+     f32_to_bf16_member_avx512bf16},
+    {Isa::avx512bf16, "f32_bf16dot_gemm_6x64__avx512bf16", DType::f32, PanelType::bf16_pair,
+     PanelType::bf16_pair, 6, 64, 0, 2, f32_bf16dot_gemm_6x64_avx512bf16,
+     f32_to_bf16_member_avx512bf16},
+    {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0, 1,
      f32_gemm_8x48_avx512, copy_f32_panel},
-    {Isa::avx512, "f32_gemm_6x64__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 64, 0,
+    {Isa::avx512, "f32_gemm_6x64__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 64, 0, 1,
      f32_gemm_6x64_avx512, copy_f32_panel},
-    {Isa::avx2, "f32_gemm_4x24__avx2", DType::f32, PanelType::f32, PanelType::f32, 4, 24, 0,
+    {Isa::avx2, "f32_gemm_4x24__avx2", DType::f32, PanelType::f32, PanelType::f32, 4, 24, 0, 1,
      f32_gemm_4x24_avx2, copy_f32_panel},
-    {Isa::avx2, "f32_gemm_6x16__avx2", DType::f32, PanelType::f32, PanelType::f32, 6, 16, 0,
+    {Isa::avx2, "f32_gemm_6x16__avx2", DType::f32, PanelType::f32, PanelType::f32, 6, 16, 0, 1,
      f32_gemm_6x16_avx2, copy_f32_panel},
-    {Isa::scalar, "f32_gemm_4x16__scalar", DType::f32, PanelType::f32, PanelType::f32, 4, 16, 0,
+    {Isa::scalar, "f32_gemm_4x16__scalar", DType::f32, PanelType::f32, PanelType::f32, 4, 16, 0, 1,
      f32_gemm_4x16_scalar, copy_f32_panel},
     {Isa::avx512fp16, "f16_f16acc_gemm_8x64__avx512fp16", DType::f16, PanelType::f16_pair,
-     PanelType::f16, 8, 64, kF16CarrySteps, f16_f16acc_gemm_8x64_avx512fp16, copy_f16_panel},
+     PanelType::f16, 8, 64, kF16CarrySteps, 1, f16_f16acc_gemm_8x64_avx512fp16, copy_f16_panel},
     {Isa::avx512fp16, "f16_f16acc_gemm_6x64__avx512fp16", DType::f16, PanelType::f16_pair,
-     PanelType::f16, 6, 64, kF16CarrySteps, f16_f16acc_gemm_6x64_avx512fp16, copy_f16_panel},
+     PanelType::f16, 6, 64, kF16CarrySteps, 1, f16_f16acc_gemm_6x64_avx512fp16, copy_f16_panel},
+    {Isa::avx512bf16, "f16_bf16dot_gemm_8x48__avx512bf16", DType::f16, PanelType::bf16_pair,
+     PanelType::bf16_pair, 8, 48, 0, 2, f16_bf16dot_gemm_8x48_avx512bf16,
+     f16_to_bf16_member_avx512bf16},
+    {Isa::avx512bf16, "f16_bf16dot_gemm_6x64__avx512bf16", DType::f16, PanelType::bf16_pair,
+     PanelType::bf16_pair, 6, 64, 0, 2, f16_bf16dot_gemm_6x64_avx512bf16,
+     f16_to_bf16_member_avx512bf16},
     {Isa::avx512, "f16_f32acc_gemm_8x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 48,
-     0, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512},
+     0, 1, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512},
     {Isa::avx512, "f16_f32acc_gemm_6x64__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 64,
-     0, f16_f32acc_gemm_6x64_avx512, f16_to_f32_panel_avx512},
+     0, 1, f16_f32acc_gemm_6x64_avx512, f16_to_f32_panel_avx512},
     {Isa::avx2, "f16_f32acc_gemm_4x24__avx2", DType::f16, PanelType::f32, PanelType::f32, 4, 24, 0,
-     f16_f32acc_gemm_4x24_avx2, f16_to_f32_panel_avx2},
+     1, f16_f32acc_gemm_4x24_avx2, f16_to_f32_panel_avx2},
     {Isa::avx2, "f16_f32acc_gemm_6x16__avx2", DType::f16, PanelType::f32, PanelType::f32, 6, 16, 0,
-     f16_f32acc_gemm_6x16_avx2, f16_to_f32_panel_avx2},
+     1, f16_f32acc_gemm_6x16_avx2, f16_to_f32_panel_avx2},
     {Isa::scalar, "f16_f32acc_gemm_4x16__scalar", DType::f16, PanelType::f32, PanelType::f32, 4, 16,
-     0, f16_f32acc_gemm_4x16_scalar, f16_to_f32_panel_scalar},
+     0, 1, f16_f32acc_gemm_4x16_scalar, f16_to_f32_panel_scalar},
 };
 
 int64_t blocks(int64_t n, int64_t b) {
@@ -58,6 +71,11 @@ void put_panel(PanelType t, float v, uint8_t* dst) {
       std::memcpy(dst, &pair, 4);
       return;
     }
+    case PanelType::bf16_pair: {  // one member: `dst` is its half of the element
+      uint16_t h = float_to_bf16(v);
+      std::memcpy(dst, &h, 2);
+      return;
+    }
   }
 }
 
@@ -71,11 +89,11 @@ std::span<const GemmKernel> gemm_kernels() {
   return kKernels;
 }
 
-const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m) {
+const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m, bool allow_bf16) {
   const GemmKernel* best = nullptr;
   double best_use = 0;
   for (const GemmKernel& g : kKernels) {
-    if (g.storage != storage || g.isa > max) continue;
+    if (g.storage != storage || g.isa > max || (bf16_dot(g) && !allow_bf16)) continue;
     if (best && g.isa != best->isa) break;
     double use = m > 0 ? static_cast<double>(m) / static_cast<double>(blocks(m, g.mr) * g.mr) : 1;
     if (!best || use > best_use) {
@@ -93,41 +111,52 @@ const GemmKernel* find_gemm_kernel(const char* name) {
 }
 
 size_t packed_a_bytes(const GemmKernel& g, int64_t m, int64_t k) {
-  return static_cast<size_t>(blocks(m, g.mr) * g.mr * k) * panel_type_bytes(g.a_panel);
+  return static_cast<size_t>(blocks(m, g.mr) * g.mr * packed_steps(g, k)) *
+         panel_type_bytes(g.a_panel);
 }
 
 size_t packed_b_bytes(const GemmKernel& g, int64_t k, int64_t n) {
-  return static_cast<size_t>(blocks(n, g.nr) * g.nr * k) * panel_type_bytes(g.b_panel);
+  return static_cast<size_t>(blocks(n, g.nr) * g.nr * packed_steps(g, k)) *
+         panel_type_bytes(g.b_panel);
 }
 
 std::vector<int64_t> panel_offsets(const GemmKernel& g, int64_t k) {
-  std::vector<int64_t> off(static_cast<size_t>(k));
-  for (int64_t s = 0; s < k; ++s) off[static_cast<size_t>(s)] = s * g.nr;
+  std::vector<int64_t> off(static_cast<size_t>(packed_steps(g, k)));
+  for (size_t t = 0; t < off.size(); ++t) off[t] = static_cast<int64_t>(t) * g.nr;
   return off;
 }
 
 void pack_a(const GemmKernel& g, const float* src, int64_t row_stride, int64_t step_stride,
             int64_t m, int64_t k, void* dst) {
-  size_t eb = panel_type_bytes(g.a_panel);
+  const size_t eb = panel_type_bytes(g.a_panel), member = eb / static_cast<size_t>(g.k_pack);
+  const int64_t kp = g.k_pack, elems = packed_steps(g, k);
   uint8_t* d = static_cast<uint8_t*>(dst);
   for (int64_t i0 = 0; i0 < m; i0 += g.mr)
-    for (int64_t s = 0; s < k; ++s)
+    for (int64_t t = 0; t < elems; ++t)
       for (int64_t i = i0; i < i0 + g.mr; ++i, d += eb)
-        put_panel(g.a_panel, i < m ? src[i * row_stride + s * step_stride] : 0.0f, d);
+        for (int64_t h = 0; h < kp; ++h) {
+          const int64_t s = t * kp + h;
+          put_panel(g.a_panel, i < m && s < k ? src[i * row_stride + s * step_stride] : 0.0f,
+                    d + static_cast<size_t>(h) * member);
+        }
 }
 
 void pack_b(const GemmKernel& g, const void* src, int64_t ld, int64_t k, int64_t n, void* dst) {
   const size_t sb = dtype_size(g.storage), eb = panel_type_bytes(g.b_panel);
-  const int64_t panel = k * g.nr;
+  const size_t member = eb / static_cast<size_t>(g.k_pack);
+  const int64_t panel = packed_steps(g, k) * g.nr;
   const uint8_t* s = static_cast<const uint8_t*>(src);
   uint8_t* d = static_cast<uint8_t*>(dst);
+  // Members are written one step at a time: zero the columns and steps no step fills first.
+  if (g.k_pack > 1) std::memset(d, 0, packed_b_bytes(g, k, n));
   // Row by row, so the source is read in long sequential runs.
   for (int64_t r = 0; r < k; ++r)
     for (int64_t j0 = 0; j0 < n; j0 += g.nr) {
       int64_t cols = std::min<int64_t>(g.nr, n - j0);
-      uint8_t* out = d + ((j0 / g.nr) * panel + r * g.nr) * eb;
+      uint8_t* out = d + ((j0 / g.nr) * panel + r / g.k_pack * g.nr) * eb +
+                     static_cast<size_t>(r % g.k_pack) * member;
       g.to_panel(s + (r * ld + j0) * sb, out, static_cast<size_t>(cols));
-      std::memset(out + cols * eb, 0, (g.nr - cols) * eb);
+      if (g.k_pack == 1) std::memset(out + cols * eb, 0, (g.nr - cols) * eb);
     }
 }
 

@@ -49,6 +49,19 @@ inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t 
   }
 }
 
+/// Stores fp32 sums of a tile as GemmParams asks: raw fp32, or through the epilogue as Out.
+template <class V, class Out, int MR, int NV>
+inline void finish(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, void* c, size_t ldc,
+                   const GemmParams& p) {
+  if (p.f32_out) {
+    finish_tile<V, float, MR, NV>(acc, mr, nc, static_cast<float*>(c), ldc, nullptr, nullptr,
+                                  Activation::none, 0.0f);
+    return;
+  }
+  finish_tile<V, Out, MR, NV>(acc, mr, nc, static_cast<Out*>(c), ldc, p.bias,
+                              static_cast<const Out*>(p.residual), p.act, p.alpha);
+}
+
 /// C tile = A micro-panel (fp32, MR per step) x B rows (fp32, NR = NV * W per step, at
 /// b_base + b_offsets[step]), then the epilogue, stored as Out (float or fp16 bits).
 template <class V, class Out, int MR, int NV>
@@ -75,13 +88,7 @@ inline void gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const
     }
     a += MR;
   }
-  if (p.f32_out) {
-    finish_tile<V, float, MR, NV>(acc, mr, nc, static_cast<float*>(c), ldc, nullptr, nullptr,
-                                  Activation::none, 0.0f);
-    return;
-  }
-  finish_tile<V, Out, MR, NV>(acc, mr, nc, static_cast<Out*>(c), ldc, p.bias,
-                              static_cast<const Out*>(p.residual), p.act, p.alpha);
+  finish<V, Out, MR, NV>(acc, mr, nc, c, ldc, p);
 }
 
 }  // namespace voxrt::cpu::gemm_detail

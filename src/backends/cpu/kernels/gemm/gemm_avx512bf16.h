@@ -1,0 +1,61 @@
+// The bf16 dot-product gemm tile (FpMath::bf16): A and B panels hold pairs of consecutive steps
+// as bfloat16 (bf16_pair), and each vdpbf16ps adds both exact products of a pair into an fp32
+// sum, twice the multiply rate of fp32 FMA on the same vectors. Sums stay fp32 throughout; the
+// epilogue and the storage dtype are those of the fp32-arithmetic rows. Include only from
+// __avx512bf16 sources.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backends/cpu/kernels/gemm/gemm_avx512.h"
+#include "backends/cpu/kernels/gemm/gemm_tile.h"
+
+namespace voxrt::cpu::gemm_detail {
+
+/// C tile = A pairs (MR 32-bit words per step) x B pairs (NR words per step at b_base +
+/// b_offsets[step]) over k pair steps, then the epilogue, stored as Out (float or fp16 bits).
+template <class Out, int MR, int NV>
+inline void bf16_dot_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const void* b_base,
+                          const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p) {
+  using V = Avx512;
+  const int32_t* a = static_cast<const int32_t*>(a_panel);
+  const uint32_t* b_rows = static_cast<const uint32_t*>(b_base);
+  __m512 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (size_t s = 0; s < k; ++s) {
+    const uint32_t* b = b_rows + b_offsets[s];
+    __m512bh bv[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) bv[j] = (__m512bh)_mm512_loadu_si512(b + j * V::W);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(a[i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+    }
+    a += MR;
+  }
+  finish<V, Out, MR, NV>(acc, mr, nc, c, ldc, p);
+}
+
+/// Writes n values, converted by `widen` (16 at a time to fp32) and rounded to bf16 (to nearest
+/// even), into the low half of n consecutive 32-bit words at dst; the high halves are kept.
+template <class Widen>
+inline void to_bf16_member(const void* src, void* dst, size_t n, size_t src_bytes, Widen widen) {
+  const uint8_t* s = static_cast<const uint8_t*>(src);
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  for (size_t j = 0; j < n; j += 16) {
+    const size_t left = n - j < 16 ? n - j : 16;
+    const __mmask16 in = static_cast<__mmask16>((1u << left) - 1);
+    const __m256i h = (__m256i)_mm512_cvtneps_pbh(widen(s + j * src_bytes, in));
+    const __mmask32 out = static_cast<__mmask32>(0x55555555u & ((uint64_t{1} << (2 * left)) - 1));
+    _mm512_mask_storeu_epi16(d + 2 * j, out, _mm512_cvtepu16_epi32(h));
+  }
+}
+
+}  // namespace voxrt::cpu::gemm_detail
