@@ -1,6 +1,7 @@
 // torch-exported UNets (tests/fixtures, made by tools/make_fixtures.py) against torch's float64
-// outputs: fp32 within relative L2 1e-5; fp16 models, and fp32 models run with the fp16 option,
-// within 1e-2 with the argmax class agreeing on at least 99.9% of voxels.
+// outputs: fp32 within relative L2 1e-5; fp16 models, fp32 models run with the fp16 option, and
+// every model run with bf16 products (FpMath::bf16, where the CPU has AVX512-BF16) within 1e-2
+// with the argmax class agreeing on at least 99.9% of voxels.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +19,7 @@ struct Case {
   std::string model;      // file under the fixture dir
   bool model_is_fp16;     // weights converted to fp16
   bool run_fp16_option;   // fp32 model run with Precision::fp16
+  bool bf16_math;         // run with FpMath::bf16
   std::string input, expected;
   std::string label;
   double argmax_min_margin;  // voxels whose reference top-1 minus top-2 is below this are near-ties
@@ -39,11 +41,13 @@ std::vector<Case> cases() {
       double margin = c["argmax_min_margin"];
       double all32 = m["tolerances"]["fp32"]["argmax_agreement_all"];
       double all16 = m["tolerances"]["fp16"]["argmax_agreement_all"];
-      out.push_back({model["file"], fp16, false, c["input"], c["expected"], name + "_" + b, margin,
-                     fp16 ? all16 : all32});
+      out.push_back({model["file"], fp16, false, false, c["input"], c["expected"], name + "_" + b,
+                     margin, fp16 ? all16 : all32});
       if (!fp16)
-        out.push_back({model["file"], false, true, c["input"], c["expected"], name + "_as_fp16_" + b,
-                       margin, all16});
+        out.push_back({model["file"], false, true, false, c["input"], c["expected"],
+                       name + "_as_fp16_" + b, margin, all16});
+      out.push_back({model["file"], fp16, false, true, c["input"], c["expected"],
+                     name + "_bf16math_" + b, margin, all16});
     }
   }
   return out;
@@ -60,6 +64,7 @@ TEST_P(ModelFixture, MatchesTorch) {
   std::string dir = VOXRT_FIXTURE_DIR;
   SessionOptions opt;
   if (c.run_fp16_option) opt.precision = Precision::fp16;
+  if (c.bf16_math) opt.fpmath = FpMath::bf16;
   Session s(dir + "/" + c.model, opt);
   Tensor x = cli::read_npy(dir + "/" + c.input);
   if (s.inputs()[0].dtype == DType::f16) {
@@ -77,7 +82,7 @@ TEST_P(ModelFixture, MatchesTorch) {
     den += static_cast<double>(want.data<float>()[i]) * want.data<float>()[i];
   }
   double rel_l2 = std::sqrt(num / den);
-  bool half = c.model_is_fp16 || c.run_fp16_option;
+  bool half = c.model_is_fp16 || c.run_fp16_option || c.bf16_math;
   EXPECT_LT(rel_l2, half ? 1e-2 : 1e-5) << c.label;
 
   // Argmax over the class axis (1) of an N x C x spatial output.

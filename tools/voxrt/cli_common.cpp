@@ -63,10 +63,20 @@ std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std:
   return out;
 }
 
-Precision parse_precision(const std::string& p) {
-  if (p == "fp32" || p == "model" || p.empty()) return Precision::as_model;
-  if (p == "fp16") return Precision::fp16;
-  throw Error("precision '" + p + "' is not one of fp32, fp16");
+std::vector<std::string> precision_names() {
+  return {"fp32", "fp16", "fp32+bf16", "fp16+bf16", "model"};
+}
+
+void apply_precision(const std::string& p, SessionOptions& opt) {
+  const bool bf16 = p.size() > 5 && p.compare(p.size() - 5, 5, "+bf16") == 0;
+  const std::string storage = bf16 ? p.substr(0, p.size() - 5) : p;
+  if (storage == "fp32" || storage == "model" || storage.empty())
+    opt.precision = Precision::as_model;
+  else if (storage == "fp16")
+    opt.precision = Precision::fp16;
+  else
+    throw Error("precision '" + p + "' is not one of fp32, fp16, fp32+bf16, fp16+bf16");
+  opt.fpmath = bf16 ? FpMath::bf16 : FpMath::strict;
 }
 
 Tensor random_tensor(DType dtype, const Shape& shape, uint32_t seed) {

@@ -14,8 +14,14 @@ std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Sess
 /// Shapes for every input: given ones, else the declared shape with symbolic dims set to 1.
 std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std::string>& args,
                                                           const Session& s);
-/// "fp32" | "fp16" | "model" to Precision.
-Precision parse_precision(const std::string& p);
+/// What --precision accepts: fp32 (the model's own types; "model" also), fp16, and either with
+/// "+bf16": convolutions then use bf16 products where the CPU has AVX512-BF16 (FpMath::bf16).
+std::vector<std::string> precision_names();
+inline constexpr const char* kPrecisionHelp =
+    "fp32 (the model's own types), fp16, fp32+bf16 or fp16+bf16 (convolutions with bf16 "
+    "products on CPUs with AVX512-BF16)";
+/// Sets opt.precision and opt.fpmath from a precision_names() entry.
+void apply_precision(const std::string& p, SessionOptions& opt);
 /// Tensor of this dtype and shape filled with reproducible values in [-1, 1).
 Tensor random_tensor(DType dtype, const Shape& shape, uint32_t seed);
 /// A reproducible random tensor for every input, in the input's dtype, at the bound shapes.

@@ -35,7 +35,7 @@ std::string io_line(const IoInfo& io) {
 int cmd_info(const std::string& model, const std::vector<std::string>& shapes, bool passes,
              const std::string& precision) {
   SessionOptions opt;
-  opt.precision = parse_precision(precision);
+  apply_precision(precision, opt);
   Session s(model, opt);
   auto bound = resolve_shapes(shapes, s);
   ModelSummary sum = s.summary(bound);
@@ -66,7 +66,7 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
 int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
             const std::vector<std::string>& outputs, const std::string& precision, int threads) {
   SessionOptions opt;
-  opt.precision = parse_precision(precision);
+  apply_precision(precision, opt);
   opt.threads = threads;
   Session s(model, opt);
   std::vector<NamedTensor> in;
@@ -105,7 +105,7 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
               const std::string& precision, int threads, int runs, int warmup,
               const std::string& profile_path) {
   SessionOptions opt;
-  opt.precision = parse_precision(precision);
+  apply_precision(precision, opt);
   opt.threads = threads;
   opt.profiling = !profile_path.empty();
   Session s(model, opt);

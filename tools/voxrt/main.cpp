@@ -22,14 +22,14 @@ int main(int argc, char** argv) {
   info->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
   info->add_option("--shape", shapes, "input shape, name=1x1x96x96x96 (symbolic dims default to 1)");
   info->add_flag("--passes", passes, "print the graph before and after the graph passes");
-  info->add_option("--precision", precision, "fp32 or fp16")->check(CLI::IsMember({"fp32", "fp16"}));
+  info->add_option("--precision", precision, kPrecisionHelp)->check(CLI::IsMember(precision_names()));
 
   CLI::App* run = app.add_subcommand("run", "Run a model on .npy inputs and write .npy outputs.\n"
                                             "Example: voxrt run unet.onnx --input input=x.npy --output y.npy");
   run->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
   run->add_option("--input", inputs, "name=file.npy (the name may be left out for one input)")->required();
   run->add_option("--output", outputs, "name=file.npy (or file.npy for the first output)");
-  run->add_option("--precision", precision, "fp32 or fp16")->check(CLI::IsMember({"fp32", "fp16"}));
+  run->add_option("--precision", precision, kPrecisionHelp)->check(CLI::IsMember(precision_names()));
   run->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
 
   CLI::App* bench = app.add_subcommand("bench", "Time a model: warm-up, then median and min ms, GFLOP/s "
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
                                                 "--shape input=1x1x96x96x96 --precision fp16 --runs 10");
   bench->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
   bench->add_option("--shape", shapes, "input shape, name=1x1x96x96x96");
-  bench->add_option("--precision", precision, "fp32 or fp16")->check(CLI::IsMember({"fp32", "fp16"}));
+  bench->add_option("--precision", precision, kPrecisionHelp)->check(CLI::IsMember(precision_names()));
   bench->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
   bench->add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 100000));
   bench->add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 1000));
@@ -49,13 +49,13 @@ int main(int argc, char** argv) {
   CLI::App* profile = app.add_subcommand("profile", "Per-node median ms, GFLOP/s, share and kernel, and "
                                                     "the speedup of one precision over another.\nExample: "
                                                     "voxrt profile unet.onnx --shape input=1x1x96x96x96 "
-                                                    "--compare fp32,fp16");
+                                                    "--compare fp32,fp16,fp16+bf16");
   profile->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
   profile->add_option("--shape", shapes, "input shape, name=1x1x96x96x96");
-  profile->add_option("--compare", compare, "precisions to run, the first the baseline: fp32 (the "
-                                            "model's own types, as `model`) or fp16")
+  profile->add_option("--compare", compare,
+                      std::string("precisions to run, the first the baseline: ") + kPrecisionHelp)
       ->delimiter(',')
-      ->check(CLI::IsMember({"fp32", "fp16", "model"}));
+      ->check(CLI::IsMember(precision_names()));
   profile->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
   profile->add_option("--runs", runs, "profiled runs per precision")->check(CLI::Range(1, 100000));
   profile->add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 1000));

@@ -63,7 +63,7 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
                                    const std::string& precision, int threads, int runs, int warmup,
                                    std::vector<std::pair<std::string, Shape>>& bound) {
   SessionOptions opt;
-  opt.precision = parse_precision(precision);
+  apply_precision(precision, opt);
   opt.threads = threads;
   opt.profiling = true;
   Session s(model, opt);
