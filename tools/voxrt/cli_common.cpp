@@ -64,7 +64,7 @@ std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std:
 }
 
 std::vector<std::string> precision_names() {
-  return {"fp32", "fp16", "fp32+bf16", "fp16+bf16", "model"};
+  return {"fp32", "fp16", "fp32+bf16", "fp16+bf16", "model", "model+bf16"};
 }
 
 void apply_precision(const std::string& p, SessionOptions& opt) {

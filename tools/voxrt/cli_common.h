@@ -14,8 +14,9 @@ std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Sess
 /// Shapes for every input: given ones, else the declared shape with symbolic dims set to 1.
 std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std::string>& args,
                                                           const Session& s);
-/// What --precision accepts: fp32 (the model's own types; "model" also), fp16, and either with
-/// "+bf16": convolutions then use bf16 products where the CPU has AVX512-BF16 (FpMath::bf16).
+/// What --precision accepts: fp32 (the model's own types; "model" says so more plainly for fp16
+/// models), fp16, and either with "+bf16": convolutions then use bf16 products where the CPU has
+/// AVX512-BF16 (FpMath::bf16).
 std::vector<std::string> precision_names();
 inline constexpr const char* kPrecisionHelp =
     "fp32 (the model's own types), fp16, fp32+bf16 or fp16+bf16 (convolutions with bf16 "
