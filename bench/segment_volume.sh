@@ -2,7 +2,8 @@
 # Whole-volume segmentation benchmarks (issue 4); results and this command go to docs/PERFORMANCE.md.
 #   1. a 256x256x160 volume, 96^3 patches, overlap 0.5, the BatchNorm 3D UNet fixture, fp32:
 #      time outside the network passes (read, cut, blend, finish, write) against the total
-#   2. the same end to end in fp16: ratio to fp32; and the demo's mean Dice in fp16 against fp32
+#   2. the same end to end in fp16 and in fp16 with bf16 products (fp16+bf16, where the CPU has
+#      AVX512-BF16): ratio to fp32; and the demo's mean Dice in each against fp32
 #   3. a 512x512x300 volume, 3 classes: peak resident memory
 #
 #   bench/segment_volume.sh [--scale S] [--threads N] [--batch N] [--memory-model tiny|fixture]
@@ -37,25 +38,32 @@ nz=$(len 160) ny=$(len 256) nx=$(len 256) patch=$(len 96)
 model=tests/fixtures/unet3d_bn_op17.onnx
 echo "voxrt $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, threads $threads, batch $batch"
 $py tools/make_demo_volume.py --shape ${nz}x${ny}x${nx} --seed 5 --out "$tmp" --name bench >/dev/null
-for p in fp32 fp16; do
+precisions="fp32 fp16 fp16+bf16"
+for p in $precisions; do
   echo
   echo "== $p: ${nx}x${ny}x${nz} volume, ${patch}^3 patches, overlap 0.5, $model"
   "$voxrt" segment $model --input "$tmp/bench_volume.nii.gz" --output "$tmp/labels_$p.nii.gz" --patch $patch \
     --overlap 0.5 --batch $batch --threads $threads --normalize zscore --precision $p | tee "$tmp/seg_$p.txt"
 done
-t32=$(total_of "$tmp/seg_fp32.txt") t16=$(total_of "$tmp/seg_fp16.txt")
+t32=$(total_of "$tmp/seg_fp32.txt")
 echo
-echo "fp16 / fp32 end to end: $($py -c "print(f'{$t16 / $t32:.3f}')") ($t16 s / $t32 s)"
+for p in fp16 fp16+bf16; do
+  t=$(total_of "$tmp/seg_$p.txt")
+  echo "$p / fp32 end to end: $($py -c "print(f'{$t / $t32:.3f}')") ($t s / $t32 s)"
+done
 
 demo=models/demo
 [ -f $demo/demo_volume.nii.gz ] || $py tools/make_demo_volume.py >/dev/null
-for p in fp32 fp16; do
+for p in $precisions; do
   "$voxrt" segment $demo/demo_unet.onnx --input $demo/demo_volume.nii.gz --output "$tmp/demo_$p.nii.gz" \
     --patch 64 --batch 2 --threads $threads --normalize zscore --precision $p --quiet
   "$voxrt" dice "$tmp/demo_$p.nii.gz" $demo/demo_truth.nii.gz > "$tmp/dice_$p.txt"
 done
-d32=$(awk '/^mean/{print $2}' "$tmp/dice_fp32.txt") d16=$(awk '/^mean/{print $2}' "$tmp/dice_fp16.txt")
-echo "demo mean Dice: fp32 $d32, fp16 $d16, difference $($py -c "print(f'{abs($d16 - $d32):.4f}')")"
+d32=$(awk '/^mean/{print $2}' "$tmp/dice_fp32.txt")
+for p in fp16 fp16+bf16; do
+  d=$(awk '/^mean/{print $2}' "$tmp/dice_$p.txt")
+  echo "demo mean Dice: fp32 $d32, $p $d, difference $($py -c "print(f'{abs($d - $d32):.4f}')")"
+done
 
 echo
 echo "== memory: 512x512x300 volume, 3 classes, 96^3 patches, overlap 0.5 ($memory_model network)"

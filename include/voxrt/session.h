@@ -124,4 +124,12 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
+/// What the CPU kernels can use on this machine (CPUID and XCR0, capped by VOXRT_MAX_ISA).
+struct CpuInfo {
+  std::string isa;               ///< scalar, avx2, avx512, avx512bf16, avx512fp16 or amx
+  bool bf16_products = false;    ///< FpMath::bf16 takes effect (AVX512-BF16)
+  bool fp16_arithmetic = false;  ///< fp16 models compute in fp16 (AVX512-FP16)
+};
+CpuInfo cpu_info();
+
 }  // namespace voxrt

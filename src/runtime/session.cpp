@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "backends/cpu/cpu_features.h"
 #include "onnx/proto_io.h"
 #include "runtime/compile.h"
 #include "runtime/plan.h"
@@ -296,6 +297,15 @@ std::string Session::graph_text(bool before_passes) const {
 std::vector<NodeProfile> Session::last_profile() const {
   std::lock_guard<std::mutex> lock(impl_->profile_mutex);
   return impl_->last_profile;
+}
+
+CpuInfo cpu_info() {
+  const cpu::Isa isa = cpu::max_isa();
+  CpuInfo c;
+  c.isa = cpu::isa_name(isa);
+  c.bf16_products = isa >= cpu::Isa::avx512bf16;
+  c.fp16_arithmetic = isa >= cpu::Isa::avx512fp16;
+  return c;
 }
 
 }  // namespace voxrt

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <random>
 
 #include "core/half.h"
@@ -77,6 +78,9 @@ void apply_precision(const std::string& p, SessionOptions& opt) {
   else
     throw Error("precision '" + p + "' is not one of fp32, fp16, fp32+bf16, fp16+bf16");
   opt.fpmath = bf16 ? FpMath::bf16 : FpMath::strict;
+  if (bf16 && !cpu_info().bf16_products)
+    std::fprintf(stderr, "note: precision %s: this CPU (%s) has no AVX512-BF16; running %s\n",
+                 p.c_str(), cpu_info().isa.c_str(), storage.c_str());
 }
 
 Tensor random_tensor(DType dtype, const Shape& shape, uint32_t seed) {

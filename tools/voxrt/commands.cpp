@@ -127,8 +127,8 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   std::sort(ms.begin(), ms.end());
   double median = ms[ms.size() / 2];
   double gflops = 2.0 * static_cast<double>(sum.macs) / (median * 1e6);
-  std::printf("model %s  precision %s  threads %d  shape", model.c_str(),
-              precision.empty() ? "model" : precision.c_str(), threads);
+  std::printf("model %s  precision %s  threads %d  cpu %s  shape", model.c_str(),
+              precision.empty() ? "model" : precision.c_str(), threads, cpu_info().isa.c_str());
   for (const auto& [name, shape] : bound) std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
   std::printf("\nruns %d (after %d warm-up)  median %.2f ms  min %.2f ms  %.2f GFLOP/s  peak RSS %s  "
               "activations %s\n",
