@@ -1,8 +1,31 @@
 #include "runtime/thread_pool.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <chrono>
 
 namespace voxrt {
+
+namespace {
+
+// How long a thread spins for what it waits on before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+// Spins until done() or kSpin has passed; returns done().
+template <class Done>
+bool spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      _mm_pause();
+    }
+    if (std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -30,6 +53,7 @@ void ThreadPool::worker_loop() {
   for (;;) {
     const std::function<void(int64_t, int64_t)>* fn;
     int64_t n, chunk;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(m_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -69,6 +93,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   wake_.notify_all();
   drain(fn, n, chunk);
+  spin_until([&] { return active_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(m_);
   // Workers that woke late find no work left and leave at once; wait until none is inside.
   done_.wait(lock, [&] { return active_ == 0 && next_.load() >= n_; });
