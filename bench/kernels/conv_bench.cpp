@@ -47,6 +47,8 @@ std::vector<ConvCase> cases() {
       {"conv2x2x2_s2_16to32_96", "Conv", cube(96, 16), Shape{32, 16, 2, 2, 2}, {}, {2, 2, 2}},
       {"conv1x1x1_32to3_96", "Conv", cube(96, 32), Shape{3, 32, 1, 1, 1}, {}, {}},
       {"conv3x3_32to32_256", "Conv", Shape{1, 32, 256, 256}, Shape{32, 32, 3, 3}, {1, 1, 1, 1}, {}},
+      {"conv3x3_24to8_256", "Conv", Shape{1, 24, 256, 256}, Shape{8, 24, 3, 3}, {1, 1, 1, 1}, {}},
+      {"conv3x3_8to8_256", "Conv", Shape{1, 8, 256, 256}, Shape{8, 8, 3, 3}, {1, 1, 1, 1}, {}},
       {"convtranspose2x2x2_s2_32to16_48",
        "ConvTranspose",
        cube(48, 32),

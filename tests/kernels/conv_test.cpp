@@ -157,6 +157,10 @@ struct Path {
   FpMath fpmath;
 };
 
+void PrintTo(const Path& p, std::ostream* os) {
+  *os << isa_name(p.isa) << (p.fpmath == FpMath::bf16 ? " with bf16 products" : "");
+}
+
 // Lowers the case on `path`, runs it on `pool` (may be null), and compares with the reference.
 // Rows with bf16 products are held to the fp32 (or fp16 storage) bound against the reference
 // run on bf16-rounded X and W, and to the reduced-precision bound against the exact reference.
@@ -357,6 +361,31 @@ TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
       check(c, t, GetParam(), done % 2 ? &pool : nullptr, rng);
   }
   EXPECT_EQ(done, 40);
+}
+
+// Planes of a kernel one deep larger than the direct path's band budget (2 MiB of padded input)
+// are computed in bands of output rows: even and uneven bands, strides, dilation, a 3D kernel
+// one deep, batches. Few channels keep the reference cheap.
+TEST_P(ConvLoweringTest, LargePlanesInBandsMatchReference) {
+  if (GetParam().isa == Isa::scalar) GTEST_SKIP() << "the band logic is ISA-independent";
+  ThreadPool pool(2);
+  std::mt19937 rng(13);
+  std::vector<ConvCase> v(4);
+  v[0].x = {1, 1, 730, 720};
+  v[0].w = {5, 1, 3, 3};
+  v[0].ints("pads", {1, 1, 1, 1});
+  v[1].x = {1, 2, 600, 611};
+  v[1].w = {3, 2, 3, 3};
+  v[1].ints("pads", {1, 0, 1, 1}).ints("strides", {2, 2});
+  v[2].x = {2, 1, 801, 677};
+  v[2].w = {4, 1, 3, 3};
+  v[2].ints("pads", {2, 2, 2, 2}).ints("dilations", {2, 2});
+  v[3].x = {1, 2, 3, 500, 523};
+  v[3].w = {4, 2, 1, 3, 3};
+  v[3].ints("pads", {0, 1, 1, 0, 1, 1});
+  int k = 0;
+  for (const ConvCase& c : v)
+    check(c, ++k % 2 ? DType::f32 : DType::f16, GetParam(), k % 3 ? &pool : nullptr, rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(Path, ConvLoweringTest, ::testing::ValuesIn(kPaths),
