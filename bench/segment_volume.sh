@@ -90,4 +90,4 @@ PY
 fi
 "$voxrt" segment "$big_model" --input "$tmp/big_volume.nii.gz" --output "$tmp/big_labels.nii.gz" --patch 96 \
   --overlap 0.5 --batch $batch --threads $threads --normalize zscore
-"$voxrt" dice "$tmp/big_labels.nii.gz" "$tmp/big_truth.nii.gz" | tail -1 | sed 's/^/(labels of the tiny network against the truth, for the record) /'
+"$voxrt" dice "$tmp/big_labels.nii.gz" "$tmp/big_truth.nii.gz" | tail -1 | sed "s/^/(labels of the $memory_model network against the truth, for the record; neither was trained for this volume) /"

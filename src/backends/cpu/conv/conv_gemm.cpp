@@ -190,9 +190,13 @@ bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
   const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr), steps = packed_channels();
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel);
+  // Long tiles, but at least four per thread where there are enough strips (a head conv with
+  // few input channels would otherwise be three tiles on two threads).
+  const int64_t threads = pool ? pool->size() : 1;
   const int64_t strips = std::clamp<int64_t>(
-      kPointwisePanelBudget / std::max<int64_t>(1, steps * nr * static_cast<int64_t>(bb)), 1,
-      ceil_div(s, nr));
+      std::min(kPointwisePanelBudget / std::max<int64_t>(1, steps * nr * static_cast<int64_t>(bb)),
+               ceil_div(n_batch * group_ * ceil_div(s, nr), 4 * threads)),
+      1, ceil_div(s, nr));
   const int64_t tile_cols = strips * nr, tiles = ceil_div(s, tile_cols);
   const std::vector<int64_t> offsets = panel_offsets(g_, cg_);
   const int64_t items = n_batch * group_ * tiles;
