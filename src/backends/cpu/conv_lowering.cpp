@@ -37,12 +37,12 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   }
   a.group = node.attrs.get_int("group", 1);
   if (a.group < 1) return false;
-  // Conv: the tile whose rows fit the output channels of a group best, bf16 products where the
-  // session allows them. ConvTranspose packs whole micro-panels of (channel, tap) rows whatever
-  // the tile, and its steps one at a time (rows with k_pack 1).
+  // Conv: the tile whose rows fit the output channels of a group best. ConvTranspose packs
+  // whole micro-panels of (channel, tap) rows whatever the tile. Both take bf16 products where
+  // the session allows them.
   bool conv = node.op_type != "ConvTranspose";
   a.kernel = find_gemm_kernel(ctx.isa, t, conv ? a.w->dim(0) / a.group : 0,
-                              conv && ctx.fpmath == FpMath::bf16);
+                              ctx.fpmath == FpMath::bf16);
   return a.kernel != nullptr;
 }
 

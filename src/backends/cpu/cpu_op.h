@@ -45,7 +45,7 @@ struct LowerContext {
   const ir::Node& node;
   const ir::Graph& graph;
   Isa isa;
-  FpMath fpmath;  // bf16: Conv may use the bf16 dot-product gemm rows
+  FpMath fpmath;  // bf16: Conv and ConvTranspose may use the bf16 dot-product gemm rows
   const Tensor* constant_input(int i) const {
     return node.has_input(i) ? graph.constant(node.inputs[static_cast<size_t>(i)]) : nullptr;
   }

@@ -6,7 +6,6 @@
 #include "backends/cpu/conv/conv_gemm.h"
 #include "backends/ref/tensor_math.h"
 #include "core/half.h"
-#include "voxrt/error.h"
 
 namespace voxrt::cpu {
 
@@ -90,9 +89,6 @@ std::vector<float> to_f32(const Tensor& t) {
 ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias,
                                      int64_t group)
     : g_(g), c_(w.dim(0)), mg_(w.dim(1)), group_(group), kvol_(1) {
-  if (g_.k_pack != 1)
-    throw Error(std::string("ConvTranspose cannot use gemm row ") + g_.name +
-                ": it reads input channels one step at a time");
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
   // MR channels to a chunk keep its (channel, tap) rows a whole number of micro-panels.
   chunk_ = std::max<int64_t>(1, std::min<int64_t>(mg_, g_.mr));
@@ -134,13 +130,14 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
   const int64_t mr = g_.mr, nr = g_.nr, chunks = ceil_div(mg_, chunk_), rows_full = chunk_ * kvol_;
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel);
-  const Tiling t = tiling(g_, cg, s_in);
+  const int64_t ks = packed_steps(g_, cg);  // the gemm's steps: input channels (in pairs for bf16)
+  const Tiling t = tiling(g_, ks, s_in);
   const int64_t items = n_batch * group_ * t.tiles * chunks;
   const std::vector<int64_t> offsets = panel_offsets(g_, cg);
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   auto work = [&](int64_t begin, int64_t end) {
-    PanelBuffer panel(static_cast<size_t>(cg * t.tile_cols) * bb);
+    PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb);
     std::vector<uint8_t> tile(static_cast<size_t>(mr * t.tile_cols) * es);
     std::vector<InputRun> runs;
     int64_t packed = -1;
@@ -164,7 +161,7 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
         p.bias = bias + r0;
         for (int64_t st = 0; st * nr < cols; ++st)
           g_.ukernel(static_cast<size_t>(mrr), static_cast<size_t>(std::min(nr, cols - st * nr)),
-                     static_cast<size_t>(cg), a + r0 * cg * ab, panel.data() + st * cg * nr * bb,
+                     static_cast<size_t>(ks), a + r0 * ks * ab, panel.data() + st * ks * nr * bb,
                      offsets.data(), tile.data() + st * nr * es, static_cast<size_t>(t.tile_cols),
                      p);
         const bool pairs = win.kernel[2] == 2;  // rows r, r + 1 are taps tx = 0, 1
@@ -211,13 +208,14 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
   const int64_t mr = g_.mr, nr = g_.nr, chunks = ceil_div(mg_, chunk_);
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel);
-  const Tiling t = tiling(g_, cg, s_in);
+  const int64_t ks = packed_steps(g_, cg);  // the gemm's steps: input channels (in pairs for bf16)
+  const Tiling t = tiling(g_, ks, s_in);
   const int64_t items = n_batch * group_ * chunks;
   const std::vector<int64_t> offsets = panel_offsets(g_, cg);
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   auto work = [&](int64_t begin, int64_t end) {
-    PanelBuffer panel(static_cast<size_t>(cg * t.tile_cols) * bb);
+    PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb);
     std::vector<float> tile(static_cast<size_t>(mr * t.tile_cols));
     std::vector<float> acc;
     std::vector<InputRun> runs;
@@ -240,7 +238,7 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
           p.f32_out = true;
           for (int64_t st = 0; st * nr < cols; ++st)
             g_.ukernel(static_cast<size_t>(mrr), static_cast<size_t>(std::min(nr, cols - st * nr)),
-                       static_cast<size_t>(cg), a + r0 * cg * ab, panel.data() + st * cg * nr * bb,
+                       static_cast<size_t>(ks), a + r0 * ks * ab, panel.data() + st * ks * nr * bb,
                        offsets.data(), tile.data() + st * nr, static_cast<size_t>(t.tile_cols), p);
           for (int64_t i = 0; i < mrr; ++i) {
             const int64_t r = r0 + i, tap = r % kvol_;
