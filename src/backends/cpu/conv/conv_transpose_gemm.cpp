@@ -136,10 +136,16 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
   const std::vector<int64_t> offsets = panel_offsets(g_, cg);
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  // A tile row (or pair of rows, the two taps of a kernel-2 width axis) and where it lands in
+  // the output, as an offset from the output corner of an input position.
+  struct Dest {
+    int64_t row, offset;
+  };
   auto work = [&](int64_t begin, int64_t end) {
     PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb);
     std::vector<uint8_t> tile(static_cast<size_t>(mr * t.tile_cols) * es);
     std::vector<InputRun> runs;
+    std::vector<Dest> dests;
     int64_t packed = -1;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ch = item % chunks, rest = item / chunks;
@@ -165,18 +171,23 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
                      offsets.data(), tile.data() + st * nr * es, static_cast<size_t>(t.tile_cols),
                      p);
         const bool pairs = win.kernel[2] == 2;  // rows r, r + 1 are taps tx = 0, 1
+        // Input rows outside, tile rows inside: the writes of consecutive input rows advance
+        // together through the few output planes of the block's taps instead of jumping.
+        dests.clear();
         for (int64_t i = 0; i < mrr; i += pairs ? 2 : 1) {
           const int64_t r = r0 + i, m = grp * mg_ + ch * chunk_ + r / kvol_, tap = r % kvol_;
           const int64_t tz = tap / (win.kernel[1] * win.kernel[2]),
                         ty = (tap / win.kernel[2]) % win.kernel[1], tx = tap % win.kernel[2];
-          uint8_t* yc = yb + (n * m_out + m) * s_out * static_cast<int64_t>(es);
-          const uint8_t* row = tile.data() + i * t.tile_cols * static_cast<int64_t>(es);
-          for (const InputRun& run : runs) {
-            int64_t o = ((run.iz * win.stride[0] + tz) * win.out[1] + run.iy * win.stride[1] + ty) *
-                            win.out[2] +
-                        run.ix * win.stride[2] + tx;
-            const uint8_t* src = row + run.q * static_cast<int64_t>(es);
-            uint8_t* dst = yc + o * static_cast<int64_t>(es);
+          dests.push_back({i, (n * m_out + m) * s_out + (tz * win.out[1] + ty) * win.out[2] + tx});
+        }
+        for (const InputRun& run : runs) {
+          const int64_t corner =
+              (run.iz * win.stride[0] * win.out[1] + run.iy * win.stride[1]) * win.out[2] +
+              run.ix * win.stride[2];
+          for (const Dest& d : dests) {
+            const uint8_t* src =
+                tile.data() + (d.row * t.tile_cols + run.q) * static_cast<int64_t>(es);
+            uint8_t* dst = yb + (d.offset + corner) * static_cast<int64_t>(es);
             if (!pairs) {
               copy_strided(src, run.len, es, dst, win.stride[2]);
             } else if (es == 4) {
