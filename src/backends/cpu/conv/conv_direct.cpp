@@ -103,6 +103,59 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
   }
 }
 
+// Where a padded plane's rows go: sy * sx phase planes of `phase_plane` elements (bb bytes each),
+// rows `xlen` elements apart.
+struct PhaseLayout {
+  int64_t sy, sx, xlen, phase_plane;
+  size_t bb;
+};
+
+// Converts input rows [iy0, iy1) of one input plane (`src`, storage dtype) into the phases of a
+// padded plane starting at `dst`: padded row py = iy + pad lands in phase row py / sy - y0, column
+// j of phase rx holds padded column j * sx + rx. `scratch` holds 2 * xlen storage elements.
+void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
+               const uint8_t* src, int64_t iy0, int64_t iy1, int64_t y0, uint8_t* dst,
+               uint8_t* scratch) {
+  const int64_t sy = ph.sy, sx = ph.sx, es = static_cast<int64_t>(dtype_size(g.storage));
+  for (int64_t iy = iy0; iy < iy1; ++iy) {
+    const uint8_t* row = src + iy * win.in[2] * es;
+    const int64_t py = iy + win.pad[1];
+    auto phase_row = [&](int64_t rx, int64_t j) {
+      return dst + ((py % sy * sx + rx) * ph.phase_plane + (py / sy - y0) * ph.xlen + j) *
+                       static_cast<int64_t>(ph.bb);
+    };
+    if (sx == 1) {
+      g.to_panel(row, phase_row(0, win.pad[2]), static_cast<size_t>(win.in[2]));
+      continue;
+    }
+    // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1).
+    int64_t j0[kMaxPhases], j1[kMaxPhases];
+    for (int64_t r = 0; r < sx; ++r) {
+      j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
+      j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
+    }
+    if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
+      // Both phases at once, starting at the first input column of either.
+      int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
+      const uint8_t* from = row + (j0[first] * 2 + first - win.pad[2]) * es;
+      uint8_t* even = scratch;
+      uint8_t* odd = scratch + ph.xlen * es;
+      deinterleave(from, j1[0] - j0[0], static_cast<size_t>(es), first == 0 ? even : odd,
+                   first == 0 ? odd : even);
+      for (int64_t r = 0; r < 2; ++r)
+        g.to_panel(scratch + r * ph.xlen * es, phase_row(r, j0[r]),
+                   static_cast<size_t>(j1[r] - j0[r]));
+      continue;
+    }
+    for (int64_t r = 0; r < sx; ++r) {
+      if (j1[r] <= j0[r]) continue;
+      gather(row + (j0[r] * sx + r - win.pad[2]) * es, sx, j1[r] - j0[r], static_cast<size_t>(es),
+             scratch);
+      g.to_panel(scratch, phase_row(r, j0[r]), static_cast<size_t>(j1[r] - j0[r]));
+    }
+  }
+}
+
 }  // namespace
 
 bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
@@ -152,6 +205,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   }
   const int64_t ylen = band_ylen(band_rows);
   const int64_t phase_plane = ylen * xlen, plane = sy * sx * phase_plane;
+  const PhaseLayout layout{sy, sx, xlen, phase_plane, bb};
 
   // Strips of a full band and of the last, shorter one.
   std::vector<Strip> strips, last_strips;
@@ -235,46 +289,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
                 uint8_t* dst = plane_dst + static_cast<size_t>(c % kp) * member;
                 const uint8_t* src =
                     xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
-                for (int64_t iy = iy0; iy < iy1; ++iy) {
-                  const uint8_t* row = src + iy * win.in[2] * static_cast<int64_t>(es);
-                  const int64_t py = iy + win.pad[1];
-                  // Phase rx of this row, element j: padded column j * sx + rx.
-                  auto phase_row = [&](int64_t rx, int64_t j) {
-                    return dst + ((py % sy * sx + rx) * phase_plane + (py / sy - y0) * xlen + j) *
-                                     static_cast<int64_t>(bb);
-                  };
-                  if (sx == 1) {
-                    g_.to_panel(row, phase_row(0, win.pad[2]), static_cast<size_t>(win.in[2]));
-                    continue;
-                  }
-                  // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1).
-                  int64_t j0[kMaxPhases], j1[kMaxPhases];
-                  for (int64_t r = 0; r < sx; ++r) {
-                    j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
-                    j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
-                  }
-                  if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
-                    // Both phases at once, starting at the first input column of either.
-                    int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
-                    const uint8_t* from =
-                        row + (j0[first] * 2 + first - win.pad[2]) * static_cast<int64_t>(es);
-                    uint8_t* even = scratch.data();
-                    uint8_t* odd = scratch.data() + xlen * static_cast<int64_t>(es);
-                    deinterleave(from, j1[0] - j0[0], es, first == 0 ? even : odd,
-                                 first == 0 ? odd : even);
-                    for (int64_t r = 0; r < 2; ++r)
-                      g_.to_panel(scratch.data() + r * xlen * static_cast<int64_t>(es),
-                                  phase_row(r, j0[r]), static_cast<size_t>(j1[r] - j0[r]));
-                    continue;
-                  }
-                  for (int64_t r = 0; r < sx; ++r) {
-                    if (j1[r] <= j0[r]) continue;
-                    gather(row + (j0[r] * sx + r - win.pad[2]) * static_cast<int64_t>(es), sx,
-                           j1[r] - j0[r], es, scratch.data());
-                    g_.to_panel(scratch.data(), phase_row(r, j0[r]),
-                                static_cast<size_t>(j1[r] - j0[r]));
-                  }
-                }
+                copy_rows(g_, win, layout, src, iy0, iy1, y0, dst, scratch.data());
               }
             }
           });
