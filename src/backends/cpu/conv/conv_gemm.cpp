@@ -140,7 +140,13 @@ void PanelBuffer::Free::operator()(uint8_t* p) const {
 
 PanelBuffer::PanelBuffer(size_t bytes)
     : data_(static_cast<uint8_t*>(
-          ::operator new[](std::max<size_t>(bytes, 64), std::align_val_t(64)))) {}
+          ::operator new[](std::max<size_t>(bytes, 64), std::align_val_t(64)))) {
+#ifndef NDEBUG
+  // NaN in every float type: a kernel that reads scratch nobody wrote fails the Debug tests,
+  // even where it multiplies it by a zero weight.
+  std::memset(data_.get(), 0xff, std::max<size_t>(bytes, 64));
+#endif
+}
 
 ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
                    ConvEpilogue epilogue)
