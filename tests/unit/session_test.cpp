@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <thread>
 
 #include "model_builder.h"
@@ -62,6 +64,53 @@ TEST(Session, ConcurrentRunsAgree) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(ok, (std::vector<int>{1, 1, 1, 1}));
+}
+
+// A 3x3 convolution through the public options: FpMath::bf16 takes the bf16 dot-product kernels
+// where the CPU has them (cpu_info() says), stays within the reduced-precision bar of strict fp32,
+// and leaves a CPU without them on the strict kernels.
+TEST(Session, Bf16ProductsFollowTheOptionAndTheCpu) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{8}, int64_t{20}, int64_t{23}});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-0.3f, 0.3f);
+  std::vector<float> w(16 * 8 * 9), bias(16);
+  for (float& v : w) v = d(rng);
+  for (float& v : bias) v = d(rng);
+  b.initializer("w", {16, 8, 3, 3}, w);
+  b.initializer("b", {16}, bias);
+  ModelBuilder::attr_ints(b.node("Conv", {"x", "w", "b"}, {"y"}), "pads", {1, 1, 1, 1});
+  b.output("y", onnx::TensorProto::FLOAT);
+  Tensor x = Tensor::empty(DType::f32, {1, 8, 20, 23});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = d(rng) * 3;
+
+  auto run = [&](FpMath m, std::string& kernel) {
+    SessionOptions opt;
+    opt.fpmath = m;
+    opt.profiling = true;
+    Session s = b.session(opt);
+    Tensor y = s.run({{"x", x}})[0];
+    kernel = s.last_profile().at(0).kernel;
+    return y;
+  };
+  std::string strict_kernel, bf16_kernel;
+  Tensor strict = run(FpMath::strict, strict_kernel);
+  Tensor bf16 = run(FpMath::bf16, bf16_kernel);
+  EXPECT_EQ(strict_kernel.find("bf16"), std::string::npos) << strict_kernel;
+  if (!cpu_info().bf16_products) {
+    EXPECT_EQ(bf16_kernel, strict_kernel) << "no AVX512-BF16 here (" << cpu_info().isa << ")";
+    return;
+  }
+  EXPECT_NE(bf16_kernel.find("bf16dot"), std::string::npos) << bf16_kernel;
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < strict.numel(); ++i) {
+    double e = bf16.data<float>()[i] - strict.data<float>()[i];
+    err += e * e;
+    norm += static_cast<double>(strict.data<float>()[i]) * strict.data<float>()[i];
+  }
+  const double rel = std::sqrt(err / norm);
+  EXPECT_LT(rel, 1e-2);
+  EXPECT_GT(rel, 1e-6) << "bf16 products should round: the option had no effect";
 }
 
 TEST(Session, RejectsWrongInputs) {
