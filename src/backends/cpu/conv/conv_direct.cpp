@@ -112,10 +112,11 @@ struct PhaseLayout {
 
 // Converts input rows [iy0, iy1) of one input plane (`src`, storage dtype) into the phases of a
 // padded plane starting at `dst`: padded row py = iy + pad lands in phase row py / sy - y0, column
-// j of phase rx holds padded column j * sx + rx. `scratch` holds 2 * xlen storage elements.
+// j of phase rx holds padded column j * sx + rx, or with unit strides and a `shift`, padded
+// column j + shift (the second tap of a tap pair). `scratch` holds 2 * xlen storage elements.
 void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
-               const uint8_t* src, int64_t iy0, int64_t iy1, int64_t y0, uint8_t* dst,
-               uint8_t* scratch) {
+               const uint8_t* src, int64_t iy0, int64_t iy1, int64_t y0, int64_t shift,
+               uint8_t* dst, uint8_t* scratch) {
   const int64_t sy = ph.sy, sx = ph.sx, es = static_cast<int64_t>(dtype_size(g.storage));
   for (int64_t iy = iy0; iy < iy1; ++iy) {
     const uint8_t* row = src + iy * win.in[2] * es;
@@ -125,7 +126,9 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
                        static_cast<int64_t>(ph.bb);
     };
     if (sx == 1) {
-      g.to_panel(row, phase_row(0, win.pad[2]), static_cast<size_t>(win.in[2]));
+      const int64_t skip = std::clamp<int64_t>(shift - win.pad[2], 0, win.in[2]);
+      g.to_panel(row + skip * es, phase_row(0, win.pad[2] - shift + skip),
+                 static_cast<size_t>(win.in[2] - skip));
       continue;
     }
     // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1).
@@ -188,8 +191,8 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   const int64_t n_batch = x.dim(0), c_in = x.dim(1);
   // Channels are stored in packs of k_pack (the members of a panel element), so a step reads
   // whole elements: step k = (channel pack, kz, ky, kx).
-  const int64_t kp = g_.k_pack, packs = packed_channels();
-  const int64_t mg = m_ / group_, steps = packs * kvol_;
+  const int64_t kp = g_.k_pack, packs = tap_pairs_ ? 1 : packed_channels();
+  const int64_t mg = m_ / group_, steps = elements();
   const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr);
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel), member = bb / static_cast<size_t>(kp);
@@ -202,7 +205,9 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
                       (win.out[d] - 1) * win.stride[d] + (win.kernel[d] - 1) * win.dilation[d] + 1);
   // Phase plane (ry, rx) holds padded rows ry, ry + sy, ... and columns rx, rx + sx, ...
   const int64_t sy = win.stride[1], sx = win.stride[2];
-  if (sx > kMaxPhases || sy > kMaxPhases) return false;
+  // Tap pairs read the pair's second tap one dilation to the right in the same row: unit width
+  // strides only (the packed path takes the others).
+  if (sx > kMaxPhases || sy > kMaxPhases || (tap_pairs_ && sx != 1)) return false;
   const int64_t xlen = ceil_div(ext[2], sx);
   const int64_t sz = win.stride[0], reach = (win.kernel[0] - 1) * win.dilation[0] + 1;
 
@@ -255,11 +260,14 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   const int64_t slab_planes = (slab_out - 1) * sz + reach, chan = slab_planes * plane;
 
   std::vector<int64_t> offsets(static_cast<size_t>(steps));
+  // Element k reads the pack's plane at (kz, ky, kx) taps away; a tap pair's first tap is even.
+  const int64_t kx_step = tap_pairs_ ? 2 : 1,
+                kx_count = tap_pairs_ ? width_elements() : win.kernel[2];
   for (int64_t c = 0, k = 0; c < packs; ++c)
     for (int64_t kz = 0; kz < win.kernel[0]; ++kz)
       for (int64_t ky = 0; ky < win.kernel[1]; ++ky)
-        for (int64_t kx = 0; kx < win.kernel[2]; ++kx, ++k) {
-          const int64_t dy = ky * win.dilation[1], dx = kx * win.dilation[2];
+        for (int64_t e = 0; e < kx_count; ++e, ++k) {
+          const int64_t dy = ky * win.dilation[1], dx = e * kx_step * win.dilation[2];
           offsets[static_cast<size_t>(k)] = c * chan + kz * win.dilation[0] * plane +
                                             (dy % sy * sx + dx % sx) * phase_plane +
                                             dy / sy * xlen + dx / sx;
@@ -308,19 +316,23 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
               const int64_t pack = i / planes, lp = i % planes, iz = z0 * sz + lp - win.pad[0];
               uint8_t* plane_dst =
                   padded.data() + (pack * chan + lp * plane) * static_cast<int64_t>(bb);
-              // A pack short of channels (the last, with an odd count) keeps zeros in the
-              // members no channel fills.
+              // A pack short of channels (the last, with an odd count) or a tap pair (its second
+              // member shifted) keeps zeros where no member lands.
               const bool partial = (pack + 1) * kp > cg_;
               if (iz < 0 || iz >= win.in[0] || partial)
                 std::memset(plane_dst, 0, static_cast<size_t>(plane) * bb);
               else
                 zero_padding(win, layout, plane_dst, iy0, iy1, y0, ylen);
               if (iz < 0 || iz >= win.in[0]) continue;
-              for (int64_t c = pack * kp; c < std::min(cg_, pack * kp + kp); ++c) {
-                uint8_t* dst = plane_dst + static_cast<size_t>(c % kp) * member;
+              // Member h: channel pack * kp + h, or with tap pairs the one channel shifted by h
+              // taps.
+              for (int64_t h = 0; h < kp; ++h) {
+                const int64_t c = tap_pairs_ ? 0 : pack * kp + h;
+                if (c >= cg_) break;
                 const uint8_t* src =
                     xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
-                copy_rows(g_, win, layout, src, iy0, iy1, y0, dst, scratch.data());
+                copy_rows(g_, win, layout, src, iy0, iy1, y0, tap_pairs_ ? h * win.dilation[2] : 0,
+                          plane_dst + static_cast<size_t>(h) * member, scratch.data());
               }
             }
           });

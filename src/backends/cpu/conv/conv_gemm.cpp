@@ -57,10 +57,13 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
 // = output position p0 + q, laid out as micro-panels of k steps x NR columns. `x` points at the
 // tile's first input channel.
 void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int64_t channels,
-                 int64_t cols, const std::vector<ColumnRun>& runs, uint8_t* panel,
+                 bool tap_pairs, int64_t cols, const std::vector<ColumnRun>& runs, uint8_t* panel,
                  uint8_t* scratch) {
   const int64_t nr = g.nr, kvol = w.kernel_size(), kp = g.k_pack;
-  const int64_t steps = (channels + kp - 1) / kp * kvol;  // panel elements per column
+  const int64_t kw_elems = tap_pairs ? (w.kernel[2] + 1) / 2 : w.kernel[2];
+  // Panel elements per column.
+  const int64_t steps =
+      tap_pairs ? w.kernel[0] * w.kernel[1] * kw_elems : (channels + kp - 1) / kp * kvol;
   const size_t es = dtype_size(g.storage), bb = panel_type_bytes(g.b_panel);
   const size_t member = bb / static_cast<size_t>(kp);
   const int64_t in_h = w.in[1], in_w = w.in[2], s_in = w.in_size();
@@ -71,14 +74,16 @@ void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int
   };
   for (int64_t c = 0; c < channels; ++c) {
     const uint8_t* xc = x + c * s_in * static_cast<int64_t>(es);
-    // Element (channel pack, tap), member c % kp.
-    int64_t k = c / kp * kvol;
     for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
       for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
-        for (int64_t kx = 0; kx < w.kernel[2]; ++kx, ++k)
+        for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+          // Element (channel pack, tap), member c % kp; or (kz, ky, kx / 2), member kx % 2.
+          const int64_t k = tap_pairs ? (kz * w.kernel[1] + ky) * kw_elems + kx / 2
+                                      : c / kp * kvol + (kz * w.kernel[1] + ky) * w.kernel[2] + kx;
+          const int64_t h = tap_pairs ? kx % 2 : c % kp;
           for (const ColumnRun& r : runs) {
             uint8_t* dst = panel + (((r.q / nr) * steps + k) * nr + r.q % nr) * bb +
-                           static_cast<size_t>(c % kp) * member;
+                           static_cast<size_t>(h) * member;
             int64_t iz = r.oz * w.stride[0] - w.pad[0] + kz * w.dilation[0];
             int64_t iy = r.oy * w.stride[1] - w.pad[1] + ky * w.dilation[1];
             if (iz < 0 || iz >= w.in[0] || iy < 0 || iy >= in_h) {
@@ -103,6 +108,7 @@ void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int
             }
             zero(dst + hi * bb, r.len - hi);
           }
+        }
   }
   if (int64_t tail = cols % nr; tail != 0 && kp == 1) {
     uint8_t* last = panel + (cols / nr) * steps * nr * bb;
@@ -152,17 +158,26 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
                    ConvEpilogue epilogue)
     : g_(g), m_(w.dim(0)), group_(group), cg_(w.dim(1)), kvol_(1), epilogue_(epilogue) {
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
-  const int64_t mg = m_ / group_, kp = g_.k_pack, cgp = packed_channels();
-  // Steps in packing order: (channel pack, tap, channel within the pack); channels past cg in
-  // the last pack are zero. With k_pack 1 that is W's own (channel, tap) order.
-  const int64_t steps = cgp * kvol_ * kp;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t axis = d + w.rank() - 3;
+    kernel_[d] = axis >= 2 ? w.dim(axis) : 1;
+  }
+  tap_pairs_ = g_.k_pack == 2 && cg_ == 1 && kernel_[2] >= 2;
+  const int64_t mg = m_ / group_, kp = g_.k_pack;
+  // Steps in packing order, k_pack to an element: (channel pack, tap, channel within the pack),
+  // channels past cg in the last pack zero; with k_pack 1 that is W's own (channel, tap) order.
+  // With tap pairs: (kz, ky, kx), kx padded to even with zero taps.
+  const int64_t steps = elements() * kp;
   std::vector<float> wf = to_f32(w);
   std::vector<float> ordered(static_cast<size_t>(m_ * steps), 0.0f);
   for (int64_t m = 0; m < m_; ++m)
     for (int64_t c = 0; c < cg_; ++c)
-      for (int64_t t = 0; t < kvol_; ++t)
-        ordered[static_cast<size_t>(m * steps + ((c / kp) * kvol_ + t) * kp + c % kp)] =
+      for (int64_t t = 0; t < kvol_; ++t) {
+        const int64_t step = tap_pairs_ ? t / kernel_[2] * width_elements() * 2 + t % kernel_[2]
+                                        : ((c / kp) * kvol_ + t) * kp + c % kp;
+        ordered[static_cast<size_t>(m * steps + step)] =
             wf[static_cast<size_t>((m * cg_ + c) * kvol_ + t)];
+      }
   a_group_bytes_ = packed_a_bytes(g_, mg, steps);
   a_ = PanelBuffer(a_group_bytes_ * static_cast<size_t>(group_));
   for (int64_t grp = 0; grp < group_; ++grp)
@@ -238,7 +253,7 @@ bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
 void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
                           const Tensor* residual, Tensor& y) const {
   const int64_t n_batch = x.dim(0), c_in = x.dim(1);
-  const int64_t mg = m_ / group_, steps = packed_channels() * kvol_;
+  const int64_t mg = m_ / group_, steps = elements();
   const int64_t s_in = win.in_size(), s_out = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr;
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
@@ -273,7 +288,7 @@ void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor&
       if (rest != packed) {
         column_runs(win, p0, cols, nr, runs);
         pack_im2col(g_, win, xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es), cg_,
-                    cols, runs, panel.data(), scratch.data());
+                    tap_pairs_, cols, runs, panel.data(), scratch.data());
         packed = rest;
       }
       const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;

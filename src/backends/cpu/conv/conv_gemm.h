@@ -76,13 +76,23 @@ class ConvGemm {
                   Tensor& y) const;
   GemmParams params(int64_t m0, const uint8_t* residual) const;
   // Channels of a group in packs of the kernel's k_pack (the last one zero-padded): the gemm's
-  // steps are (channel pack, tap) panel elements.
+  // steps are (channel pack, tap) panel elements...
   int64_t packed_channels() const { return (cg_ + g_.k_pack - 1) / g_.k_pack; }
+  // ...except with one input channel per group (a first layer), where packing channels would
+  // leave half of every element zero: then an element holds two taps along the width, (kx, kx
+  // + 1) of one (kz, ky), the width padded with a zero tap to even.
+  int64_t width_elements() const { return tap_pairs_ ? (kernel_[2] + 1) / 2 : kernel_[2]; }
+  // Panel elements per output position.
+  int64_t elements() const {
+    return tap_pairs_ ? kernel_[0] * kernel_[1] * width_elements() : packed_channels() * kvol_;
+  }
 
   const GemmKernel& g_;
   int64_t m_, group_, cg_, kvol_;
+  int64_t kernel_[3];       // depth, height, width; 1 for the axes a 1D or 2D kernel lacks
+  bool tap_pairs_ = false;  // elements pair width taps rather than channels (see elements())
   ConvEpilogue epilogue_;
-  PanelBuffer a_;  // per group: ceil((M / group) / MR) micro-panels of MR x (packs * kvol)
+  PanelBuffer a_;  // per group: ceil((M / group) / MR) micro-panels of MR x elements()
   size_t a_group_bytes_ = 0;
   std::vector<float> bias_;  // M values; empty when the node has no bias
 };
