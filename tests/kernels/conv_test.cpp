@@ -326,41 +326,39 @@ TEST_P(ConvLoweringTest, UNetShapesMatchReference) {
       check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
 }
 
-TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
+// Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating the pool.
+template <class Make>
+void check_random_cases(int count, uint32_t seed, Path path, Make make) {
   ThreadPool pool(2);
-  std::mt19937 rng(5);
+  std::mt19937 rng(seed);
   int done = 0;
-  for (int attempt = 0; done < 60 && attempt < 1000; ++attempt) {
+  for (int attempt = 0; done < count && attempt < 1000; ++attempt) {
+    ConvCase c = make(rng, attempt);
+    Built probe;
+    std::mt19937 probe_rng(1);
+    if (!build(c, DType::f32, probe_rng, probe)) continue;
+    ++done;
+    for (DType t : {DType::f32, DType::f16}) check(c, t, path, done % 2 ? &pool : nullptr, rng);
+  }
+  EXPECT_EQ(done, count);
+}
+
+TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
+  check_random_cases(60, 5, GetParam(), [](std::mt19937& rng, int attempt) {
     ConvCase c = random_conv(rng, 1 + attempt % 3);
     if (attempt % 4 == 3) {
       c.op = "FusedConv";
       c.residual = attempt % 8 == 3;
       c.activation = attempt % 3 == 0 ? "Relu" : "LeakyRelu";
     }
-    Built probe;
-    std::mt19937 probe_rng(1);
-    if (!build(c, DType::f32, probe_rng, probe)) continue;
-    ++done;
-    for (DType t : {DType::f32, DType::f16})
-      check(c, t, GetParam(), done % 2 ? &pool : nullptr, rng);
-  }
-  EXPECT_EQ(done, 60);
+    return c;
+  });
 }
 
 TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
-  ThreadPool pool(2);
-  std::mt19937 rng(9);
-  int done = 0;
-  for (int attempt = 0; done < 40 && attempt < 1000; ++attempt) {
-    ConvCase c = random_conv_transpose(rng, 1 + attempt % 3);
-    Built probe;
-    std::mt19937 probe_rng(1);
-    if (!build(c, DType::f32, probe_rng, probe)) continue;
-    ++done;
-    for (DType t : {DType::f32, DType::f16})
-      check(c, t, GetParam(), done % 2 ? &pool : nullptr, rng);
-  }
-  EXPECT_EQ(done, 40);
+  check_random_cases(40, 9, GetParam(), [](std::mt19937& rng, int attempt) {
+    return random_conv_transpose(rng, 1 + attempt % 3);
+  });
 }
 
 // Planes of a kernel one deep larger than the direct path's band budget (2 MiB of padded input)
