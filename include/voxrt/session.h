@@ -32,7 +32,8 @@ enum class Precision {
 
 /// Arithmetic the kernels may use below the storage precision (what oneDNN calls fpmath mode).
 enum class FpMath {
-  strict,  ///< the storage precision's arithmetic: fp32 sums of fp32 (or fp16-widened) products
+  strict,  ///< products in the storage precision: fp32, or fp16 (computed in fp16 on
+           ///< AVX512-FP16, widened to fp32 elsewhere); sums in fp32
   bf16,    ///< convolutions may round their operands to bfloat16 and sum the exact products in
            ///< fp32, where the CPU has bf16 dot products (AVX512-BF16); strict elsewhere
 };
@@ -130,6 +131,7 @@ struct CpuInfo {
   bool bf16_products = false;    ///< FpMath::bf16 takes effect (AVX512-BF16)
   bool fp16_arithmetic = false;  ///< fp16 models compute in fp16 (AVX512-FP16)
 };
+/// Read once per process; VOXRT_MAX_ISA is read at each call.
 CpuInfo cpu_info();
 
 }  // namespace voxrt
