@@ -32,8 +32,8 @@ enum class Precision {
 
 /// Arithmetic the kernels may use below the storage precision (what oneDNN calls fpmath mode).
 enum class FpMath {
-  strict,  ///< products in the storage precision: fp32, or fp16 (computed in fp16 on
-           ///< AVX512-FP16, widened to fp32 elsewhere); sums in fp32
+  strict,  ///< products in the storage precision: fp32 with fp32 sums, or fp16 (on AVX512-FP16
+           ///< fp16 sums carried into fp32 every 64 steps; elsewhere widened to fp32)
   bf16,    ///< convolutions may round their operands to bfloat16 and sum the exact products in
            ///< fp32, where the CPU has bf16 dot products (AVX512-BF16); strict elsewhere
 };
