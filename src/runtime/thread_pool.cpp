@@ -10,7 +10,7 @@ namespace voxrt {
 namespace {
 
 // How long a thread spins for what it waits on before it sleeps.
-constexpr auto kSpin = std::chrono::microseconds(1000);
+constexpr auto kSpin = std::chrono::microseconds(100);
 
 // Spins until done() or kSpin has passed; returns done().
 template <class Done>

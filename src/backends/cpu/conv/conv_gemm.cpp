@@ -270,8 +270,7 @@ void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor&
   if (base < 4 * threads)
     mchunk = ceil_div(mblocks, std::min(mblocks, ceil_div(4 * threads, base)));
   const int64_t msplit = ceil_div(mblocks, mchunk), items = base * msplit;
-  std::vector<int64_t> offsets(static_cast<size_t>(steps));
-  for (int64_t t = 0; t < steps; ++t) offsets[static_cast<size_t>(t)] = t * nr;
+  const std::vector<int64_t> offsets = panel_offsets(g_, steps * g_.k_pack);
 
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
