@@ -87,8 +87,10 @@ struct ModelSummary {
   int opset = 0;
   std::map<std::string, int> op_histogram;  // after passes
   int64_t parameters = 0;                   // elements of float constants
-  int64_t macs = 0;                         // multiply-accumulates of one run
-  int64_t activation_bytes = 0;             // peak of simultaneously live activations
+  // At given input shapes only (planned is true):
+  bool planned = false;
+  int64_t macs = 0;              // multiply-accumulates of one run
+  int64_t activation_bytes = 0;  // peak of simultaneously live activations
   std::vector<Shape> output_shapes;
 };
 
@@ -111,6 +113,8 @@ class Session {
   std::vector<Shape> output_shapes(
       const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
 
+  /// What does not depend on input shapes: versions, op histogram, parameters.
+  ModelSummary summary() const;
   /// Summary at the given input shapes (every graph input named).
   ModelSummary summary(const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
   /// The graph as text: after the passes, or as imported (before them).

@@ -267,6 +267,17 @@ std::vector<Shape> Session::output_shapes(
   return summary(input_shapes).output_shapes;
 }
 
+ModelSummary Session::summary() const {
+  const ir::Graph& g = impl_->model.graph;
+  ModelSummary s;
+  s.ir_version = g.ir_version;
+  s.opset = g.opset;
+  for (const ir::Node& n : g.nodes) ++s.op_histogram[n.op_type];
+  for (const auto& [v, t] : g.constants)
+    if (is_float(t.dtype())) s.parameters += t.numel();
+  return s;
+}
+
 ModelSummary Session::summary(
     const std::vector<std::pair<std::string, Shape>>& input_shapes) const {
   const ir::Graph& g = impl_->model.graph;
@@ -278,12 +289,8 @@ ModelSummary Session::summary(
     named.push_back({name, Tensor::view(dt, shape, reinterpret_cast<void*>(16))});
   }
   std::shared_ptr<const Plan> plan = impl_->plan_for(impl_->input_shapes(named));
-  ModelSummary s;
-  s.ir_version = g.ir_version;
-  s.opset = g.opset;
-  for (const ir::Node& n : g.nodes) ++s.op_histogram[n.op_type];
-  for (const auto& [v, t] : g.constants)
-    if (is_float(t.dtype())) s.parameters += t.numel();
+  ModelSummary s = summary();
+  s.planned = true;
   s.macs = plan->macs;
   s.activation_bytes = plan->peak_activation_bytes;
   for (int v : g.outputs) s.output_shapes.push_back(plan->shapes[static_cast<size_t>(v)]);

@@ -382,8 +382,10 @@ TEST_P(ConvLoweringTest, LargePlanesInBandsMatchReference) {
   v[3].w = {4, 2, 1, 3, 3};
   v[3].ints("pads", {0, 1, 1, 0, 1, 1});
   int k = 0;
-  for (const ConvCase& c : v)
-    check(c, ++k % 2 ? DType::f32 : DType::f16, GetParam(), k % 3 ? &pool : nullptr, rng);
+  for (const ConvCase& c : v) {
+    ++k;
+    check(c, k % 2 ? DType::f32 : DType::f16, GetParam(), k % 3 ? &pool : nullptr, rng);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Path, ConvLoweringTest, ::testing::ValuesIn(kPaths),

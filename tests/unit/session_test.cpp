@@ -36,6 +36,19 @@ TEST(Session, RunsAnyBatchSizeWithoutReloading) {
   }
 }
 
+TEST(Session, SummarySaysWhatNeedsShapes) {
+  Session s = relu_model().session();
+  ModelSummary fixed = s.summary();
+  EXPECT_FALSE(fixed.planned);
+  EXPECT_EQ(fixed.opset, 17);
+  EXPECT_EQ(fixed.op_histogram.at("Relu"), 1);
+  EXPECT_TRUE(fixed.output_shapes.empty());
+  ModelSummary at = s.summary({{"x", Shape{4, 3}}});
+  EXPECT_TRUE(at.planned);
+  EXPECT_EQ(at.output_shapes, (std::vector<Shape>{{4, 3}}));
+  EXPECT_EQ(at.op_histogram, fixed.op_histogram);
+}
+
 TEST(Session, RunsIntoCallerBuffers) {
   Session s = relu_model().session();
   std::vector<float> in = {-1, 2, -3, 4, -5, 6};

@@ -14,9 +14,12 @@ namespace {
 
 std::string human_bytes(int64_t b) {
   char buf[64];
-  if (b >= (int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
-  else if (b >= (int64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
-  else std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  if (b >= (int64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
+  else if (b >= (int64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
   return buf;
 }
 
@@ -38,19 +41,46 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
   apply_precision(precision, opt);
   Session s(model, opt);
   auto bound = resolve_shapes(shapes, s);
-  ModelSummary sum = s.summary(bound);
+  // Symbolic dims nobody gave default to 1, which a UNet's pooling may refuse: then the summary
+  // keeps what needs no shape and asks for one.
+  std::vector<std::string> defaulted;
+  for (const IoInfo& in : s.inputs()) {
+    bool given = std::any_of(shapes.begin(), shapes.end(), [&](const std::string& a) {
+      return a.size() > in.name.size() && a[in.name.size()] == '=' &&
+             a.compare(0, in.name.size(), in.name) == 0;
+    });
+    if (!given && std::any_of(in.shape.begin(), in.shape.end(), [](int64_t d) { return d < 0; }))
+      defaulted.push_back(in.name);
+  }
+  ModelSummary sum;
+  std::string plan_error;
+  try {
+    sum = s.summary(bound);
+  } catch (const Error& e) {
+    if (defaulted.empty()) throw;
+    sum = s.summary();
+    plan_error = e.what();
+  }
   std::cout << "model       " << model << "\n";
   std::cout << "ir version  " << sum.ir_version << ", opset " << sum.opset << "\n";
   for (const IoInfo& i : s.inputs()) std::cout << "input       " << io_line(i) << "\n";
-  for (size_t k = 0; k < s.outputs().size(); ++k)
-    std::cout << "output      " << io_line(s.outputs()[k]) << "  (at the given shape: "
-              << shape_str(sum.output_shapes[k]) << ")\n";
-  std::cout << "shape       ";
-  for (size_t i = 0; i < bound.size(); ++i)
-    std::cout << (i ? ", " : "") << bound[i].first << "=" << shape_str(bound[i].second);
-  std::cout << "\nparameters  " << sum.parameters << "\n";
-  std::printf("MACs        %.3f G\n", static_cast<double>(sum.macs) / 1e9);
-  std::cout << "activations " << human_bytes(sum.activation_bytes) << " peak\n";
+  for (size_t k = 0; k < s.outputs().size(); ++k) {
+    std::cout << "output      " << io_line(s.outputs()[k]);
+    if (sum.planned)
+      std::cout << "  (at the given shape: " << shape_str(sum.output_shapes[k]) << ")";
+    std::cout << "\n";
+  }
+  std::cout << "parameters  " << sum.parameters << "\n";
+  if (sum.planned) {
+    std::cout << "shape       ";
+    for (size_t i = 0; i < bound.size(); ++i)
+      std::cout << (i ? ", " : "") << bound[i].first << "=" << shape_str(bound[i].second);
+    std::printf("\nMACs        %.3f G\n", static_cast<double>(sum.macs) / 1e9);
+    std::cout << "activations " << human_bytes(sum.activation_bytes) << " peak\n";
+  } else {
+    std::cout << "MACs and activations need input shapes: give --shape " << defaulted[0]
+              << "=... (with its symbolic dims set to 1: " << plan_error << ")\n";
+  }
   std::cout << "ops        ";
   std::vector<std::pair<int, std::string>> hist;
   for (const auto& [op, n] : sum.op_histogram) hist.emplace_back(-n, op);
@@ -58,7 +88,9 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
   for (const auto& [n, op] : hist) std::cout << " " << op << " x" << -n;
   std::cout << "\n";
   if (passes) {
-    std::cout << "\nbefore passes:\n" << s.graph_text(true) << "\nafter passes:\n" << s.graph_text(false);
+    std::cout << "\nbefore passes:\n"
+              << s.graph_text(true) << "\nafter passes:\n"
+              << s.graph_text(false);
   }
   return 0;
 }
@@ -79,20 +111,22 @@ int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
     Tensor t = read_npy(path);
     for (const IoInfo& io : s.inputs())
       if (io.name == name && io.dtype != t.dtype())
-        throw Error("--input '" + a + "' holds " + std::string(dtype_name(t.dtype())) + ", input '" +
-                    name + "' takes " + std::string(dtype_name(io.dtype)));
+        throw Error("--input '" + a + "' holds " + std::string(dtype_name(t.dtype())) +
+                    ", input '" + name + "' takes " + std::string(dtype_name(io.dtype)));
     in.push_back({name, std::move(t)});
   }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out = s.run(in);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (const std::string& a : outputs) {
     size_t eq = a.find('=');
     std::string name = eq == std::string::npos ? s.outputs().at(0).name : a.substr(0, eq);
     std::string path = eq == std::string::npos ? a : a.substr(eq + 1);
     size_t k = 0;
     while (k < s.outputs().size() && s.outputs()[k].name != name) ++k;
-    if (k == s.outputs().size()) throw Error("--output names '" + name + "', which is not an output");
+    if (k == s.outputs().size())
+      throw Error("--output names '" + name + "', which is not an output");
     write_npy(path, out[k]);
     std::cout << "wrote " << path << " (" << name << ", " << dtype_name(out[k].dtype()) << " "
               << shape_str(out[k].shape()) << ")\n";
@@ -119,9 +153,11 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     s.run(in);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (opt.profiling)
-      trace.push_back({std::chrono::duration<double, std::milli>(t0 - start).count(), ms.back(), s.last_profile()});
+      trace.push_back({std::chrono::duration<double, std::milli>(t0 - start).count(), ms.back(),
+                       s.last_profile()});
   }
   if (opt.profiling) write_chrome_trace(profile_path, model + " (" + precision + ")", trace);
   std::sort(ms.begin(), ms.end());
@@ -129,14 +165,17 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   double gflops = 2.0 * static_cast<double>(sum.macs) / (median * 1e6);
   std::printf("model %s  precision %s  threads %d  cpu %s  shape", model.c_str(),
               precision.empty() ? "model" : precision.c_str(), threads, cpu_info().isa.c_str());
-  for (const auto& [name, shape] : bound) std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
-  std::printf("\nruns %d (after %d warm-up)  median %.2f ms  min %.2f ms  %.2f GFLOP/s  peak RSS %s  "
-              "activations %s\n",
-              runs, warmup, median, ms.front(), gflops, human_bytes(peak_rss_bytes()).c_str(),
-              human_bytes(sum.activation_bytes).c_str());
+  for (const auto& [name, shape] : bound)
+    std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
+  std::printf(
+      "\nruns %d (after %d warm-up)  median %.2f ms  min %.2f ms  %.2f GFLOP/s  peak RSS %s  "
+      "activations %s\n",
+      runs, warmup, median, ms.front(), gflops, human_bytes(peak_rss_bytes()).c_str(),
+      human_bytes(sum.activation_bytes).c_str());
   if (opt.profiling)
-    std::printf("profile of the %d timed runs written to %s (Chrome trace: open in ui.perfetto.dev)\n", runs,
-                profile_path.c_str());
+    std::printf(
+        "profile of the %d timed runs written to %s (Chrome trace: open in ui.perfetto.dev)\n",
+        runs, profile_path.c_str());
   return 0;
 }
 
