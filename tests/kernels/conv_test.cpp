@@ -361,9 +361,9 @@ TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
   });
 }
 
-// Planes of a kernel one deep larger than the direct path's band budget (2 MiB of padded input)
-// are computed in bands of output rows: even and uneven bands, strides, dilation, a 3D kernel
-// one deep, batches. Few channels keep the reference cheap.
+// Planes of a kernel one deep larger than the direct path's band budget (512 KiB of padded
+// input) are computed in bands of output rows, each thread its own: even and uneven bands,
+// strides, dilation, a 3D kernel one deep, batches. Few channels keep the reference cheap.
 TEST_P(ConvLoweringTest, LargePlanesInBandsMatchReference) {
   if (GetParam().isa == Isa::scalar) GTEST_SKIP() << "the band logic is ISA-independent";
   ThreadPool pool(2);

@@ -9,6 +9,7 @@
 // rows (the columns between rows computed and dropped).
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "backends/cpu/conv/conv_gemm.h"
 
@@ -18,10 +19,16 @@ namespace {
 
 // Padded input planes of all channels of a slab should stay within this many bytes.
 constexpr int64_t kSlabBudget = 8 << 20;
-// Where input planes serve one output plane each (a kernel one deep: 2D convolutions), a plane
-// larger than this is copied and computed in bands of output rows, so that what the strips read
-// stays in the cores' L2 (a 24-channel 256x256 fp32 layer: 62 -> 85 GFLOP/s on Zen 4).
-constexpr int64_t kBandBudget = 2 << 20;
+// Where input planes serve one output plane each (a kernel one deep: 2D convolutions), each
+// thread copies and computes bands of output rows whose padded input stays within this many
+// bytes, half of a Zen 4 core's L2. A 24-channel 256x256 fp32 layer on Zen 4: one thread 62 ->
+// 85 GFLOP/s with bands at all; two threads 159 -> 184 GFLOP/s with bands per thread instead of
+// one buffer both threads fill and read (copying did not scale, and each core read lines the
+// other had just written).
+constexpr int64_t kBandBudget = 512 << 10;
+// Bands per thread to aim for, and the fewest output rows a band is cut to for that.
+constexpr int64_t kBandsPerThread = 4;
+constexpr int64_t kMinBandRows = 8;
 // Below this share of useful lanes the packed path (conv_gemm.cpp) is used instead.
 constexpr double kMinLaneUse = 0.5;
 // Width strides above this take the packed path.
@@ -102,6 +109,43 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
     for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * 2, src + j * stride * 2, 2);
   }
 }
+
+// `count` buffers of `bytes` each; a parallel chunk leases a free one for its duration (no more
+// chunks run at once than there are threads, and `count` is the thread count).
+class BufferSlots {
+ public:
+  BufferSlots(int64_t count, size_t bytes)
+      : bytes_(bytes), buffer_(static_cast<size_t>(count) * bytes) {
+    for (int64_t i = count - 1; i >= 0; --i) free_.push_back(i);
+  }
+  uint8_t* data(int64_t i) const { return buffer_.data() + static_cast<size_t>(i) * bytes_; }
+
+  class Lease {
+   public:
+    explicit Lease(BufferSlots& s) : s_(s) {
+      std::lock_guard<std::mutex> lock(s_.m_);
+      i_ = s_.free_.back();
+      s_.free_.pop_back();
+    }
+    ~Lease() {
+      std::lock_guard<std::mutex> lock(s_.m_);
+      s_.free_.push_back(i_);
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    uint8_t* data() const { return s_.data(i_); }
+
+   private:
+    BufferSlots& s_;
+    int64_t i_;
+  };
+
+ private:
+  size_t bytes_;
+  PanelBuffer buffer_;
+  std::mutex m_;
+  std::vector<int64_t> free_;
+};
 
 // Where a padded plane's rows go: sy * sx phase planes of `phase_plane` elements (bb bytes each),
 // rows `xlen` elements apart.
@@ -197,6 +241,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel), member = bb / static_cast<size_t>(kp);
   const int64_t s_in = win.in_size(), s_out = win.out_size(), out_plane = win.out[1] * win.out[2];
+  const int64_t threads = pool ? pool->size() : 1;
 
   // Padded extents: every tap of every output position lands inside.
   int64_t ext[3];
@@ -212,9 +257,13 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   const int64_t sz = win.stride[0], reach = (win.kernel[0] - 1) * win.dilation[0] + 1;
 
   // A band: `rows` output rows of a plane and the padded rows they read, band_ylen(rows) per
-  // phase. Every row is one band unless a kernel one deep meets a plane too large for L2.
+  // phase. With a kernel deeper than one, every plane is one band and slabs of planes are
+  // shared by the threads. A kernel one deep (2D convolutions) needs one input plane per output
+  // plane: each thread then takes whole bands, copying the input rows it computes from into
+  // its own buffer small enough for L2, so nothing it writes is read by another core.
   const int64_t oh = win.out[1], ow = win.out[2];
   const int64_t reach_y = (win.kernel[1] - 1) * win.dilation[1] + 1;
+  const bool per_thread = reach == 1;
   auto band_ylen = [&](int64_t rows) {
     return rows == oh ? ceil_div(ext[1], sy) : ceil_div((rows - 1) * sy + reach_y, sy);
   };
@@ -222,7 +271,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
     return packs * reach * sy * sx * band_ylen(rows) * xlen * static_cast<int64_t>(bb);
   };
   int64_t band_rows = oh;
-  if (reach == 1 && band_bytes(oh) > kBandBudget) {
+  if (per_thread) {
     int64_t lo = 1, hi = oh;  // the most rows within the budget, at least one
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
@@ -231,8 +280,13 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
       else
         hi = mid - 1;
     }
-    band_rows = ceil_div(oh, ceil_div(oh, lo));  // bands of even size
+    // Enough bands to keep every thread busy, unless that makes them thin.
+    const int64_t planes_total = n_batch * group_ * win.out[0];
+    const int64_t want = ceil_div(kBandsPerThread * threads, planes_total);
+    const int64_t rows = std::min(lo, std::max(kMinBandRows, ceil_div(oh, want)));
+    band_rows = ceil_div(oh, ceil_div(oh, rows));  // bands of even size
   }
+  const int64_t n_bands = ceil_div(oh, band_rows);
   const int64_t ylen = band_ylen(band_rows);
   const int64_t phase_plane = ylen * xlen, plane = sy * sx * phase_plane;
   const PhaseLayout layout{sy, sx, xlen, phase_plane, bb};
@@ -253,7 +307,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   // A slab: `slab_out` output planes and the input planes they read.
   const int64_t plane_bytes = packs * plane * static_cast<int64_t>(bb);
   const int64_t slab_out =
-      band_rows < oh
+      per_thread
           ? 1
           : std::clamp<int64_t>((kSlabBudget / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1,
                                 1, win.out[0]);
@@ -276,9 +330,15 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   const int64_t reads = (slab_out - 1) * sz * plane + strips.back().q + nr +
                         (steps > 0 ? *std::max_element(offsets.begin(), offsets.end()) : 0);
   const size_t buffer_elems = static_cast<size_t>(std::max(reads, packs * chan));
-  PanelBuffer padded(buffer_elems * bb);
+  // One buffer shared by the threads, or one per thread. Past the last plane a strip may read
+  // the tail of the reach (lanes it drops): zeroed once.
+  const int64_t buffers =
+      per_thread ? std::min<int64_t>(threads, n_batch * group_ * win.out[0] * n_bands) : 1;
+  BufferSlots slots(buffers, buffer_elems * bb);
+  for (int64_t i = 0; i < buffers; ++i)
+    std::memset(slots.data(i) + packs * chan * static_cast<int64_t>(bb), 0,
+                (buffer_elems - static_cast<size_t>(packs * chan)) * bb);
 
-  const int64_t threads = pool ? pool->size() : 1;
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
@@ -289,101 +349,145 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
     else
       fn(0, n);
   };
-  // Every plane a slab fills is zeroed first; past the last plane, only the tail of the reach.
-  std::memset(padded.data() + packs * chan * static_cast<int64_t>(bb), 0,
-              (buffer_elems - static_cast<size_t>(packs * chan)) * bb);
 
+  // The band of output rows from y0: padded rows [py0, py1) it reads (phase row py / sy - y0
+  // holds padded row py) come from input rows [iy0, iy1).
+  struct Band {
+    int64_t y0, iy0, iy1;
+    const std::vector<Strip>* strips;
+    const Segment* segs;
+  };
+  auto band_at = [&](int64_t y0) {
+    const int64_t py0 = y0 * sy, py1 = py0 + (std::min(band_rows, oh - y0) - 1) * sy + reach_y;
+    const bool last = y0 + band_rows > oh;
+    return Band{y0, std::max<int64_t>(0, py0 - win.pad[1]),
+                band_rows == oh ? win.in[1] : std::min(win.in[1], py1 - win.pad[1]),
+                last ? &last_strips : &strips, last ? last_segs.data() : segs.data()};
+  };
+
+  // Input plane iz of channel pack `pack` of the group at xg, the band's rows, into `dst`.
+  auto fill_plane = [&](const uint8_t* xg, int64_t pack, int64_t iz, const Band& band, uint8_t* dst,
+                        uint8_t* scratch) {
+    // A pack short of channels (the last, with an odd count) or a tap pair (its second member
+    // shifted) keeps zeros where no member lands.
+    const bool partial = (pack + 1) * kp > cg_;
+    if (iz < 0 || iz >= win.in[0] || partial)
+      std::memset(dst, 0, static_cast<size_t>(plane) * bb);
+    else
+      zero_padding(win, layout, dst, band.iy0, band.iy1, band.y0, ylen);
+    if (iz < 0 || iz >= win.in[0]) return;
+    // Member h: channel pack * kp + h, or with tap pairs the one channel shifted by h taps.
+    for (int64_t h = 0; h < kp; ++h) {
+      const int64_t c = tap_pairs_ ? 0 : pack * kp + h;
+      if (c >= cg_) break;
+      const uint8_t* src = xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
+      copy_rows(g_, win, layout, src, band.iy0, band.iy1, band.y0,
+                tap_pairs_ ? h * win.dilation[2] : 0, dst + static_cast<size_t>(h) * member,
+                scratch);
+    }
+  };
+
+  // Output plane oz of batch item n, group grp: one strip of the band, output-channel blocks
+  // [mb0, mb1), reading the strip from `b`. `tile_out` and `tile_res` hold MR x NR elements.
+  auto compute = [&](int64_t n, int64_t grp, int64_t oz, const Band& band, int64_t st,
+                     const uint8_t* b, int64_t mb0, int64_t mb1, uint8_t* tile_out,
+                     uint8_t* tile_res) {
+    const Strip& strip = (*band.strips)[static_cast<size_t>(st)];
+    const Segment* sg = band.segs + strip.first;
+    const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;
+    const bool in_place = strip.count == 1 && sg[0].lane == 0;
+    for (int64_t mb = mb0; mb < mb1; ++mb) {
+      const int64_t m0 = grp * mg + mb * mr, rows = std::min(mr, mg - mb * mr);
+      const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane + band.y0 * ow;
+      const uint8_t* a = a_grp + mb * mr * steps * static_cast<int64_t>(ab);
+      if (in_place) {
+        const int64_t at = (row0 + sg[0].out) * static_cast<int64_t>(es);
+        g_.ukernel(static_cast<size_t>(rows), static_cast<size_t>(sg[0].len),
+                   static_cast<size_t>(steps), a, b, offsets.data(), yb + at,
+                   static_cast<size_t>(s_out), params(m0, rb ? rb + at : nullptr));
+        continue;
+      }
+      // Lanes scattered over several output rows: through a scratch tile.
+      if (rb)
+        for (int64_t i = 0; i < rows; ++i)
+          for (size_t s = 0; s < strip.count; ++s)
+            std::memcpy(tile_res + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
+                        rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
+                        static_cast<size_t>(sg[s].len) * es);
+      g_.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps), a,
+                 b, offsets.data(), tile_out, static_cast<size_t>(nr),
+                 params(m0, rb ? tile_res : nullptr));
+      for (int64_t i = 0; i < rows; ++i)
+        for (size_t s = 0; s < strip.count; ++s)
+          std::memcpy(yb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
+                      tile_out + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
+                      static_cast<size_t>(sg[s].len) * es);
+    }
+  };
+  const size_t tile_bytes = static_cast<size_t>(mr * nr) * es;
+
+  if (per_thread) {
+    // Items (batch item, group, output plane, band), each filled and computed by one thread.
+    const int64_t per_group = win.out[0] * n_bands;
+    parallel(n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
+      BufferSlots::Lease buf(slots);
+      std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
+      std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t n = item / (group_ * per_group), grp = item / per_group % group_,
+                      oz = item % per_group / n_bands, y0 = item % n_bands * band_rows;
+        const Band band = band_at(y0);
+        const uint8_t* xg = xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es);
+        for (int64_t pack = 0; pack < packs; ++pack)
+          fill_plane(xg, pack, oz * sz - win.pad[0], band,
+                     buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data());
+        for (int64_t st = 0; st < static_cast<int64_t>(band.strips->size()); ++st)
+          compute(n, grp, oz, band, st,
+                  buf.data() + (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb),
+                  0, mblocks, tile_out.data(), tile_res.data());
+      }
+    });
+    return true;
+  }
+
+  const Band band = band_at(0);
+  const int64_t n_strips = static_cast<int64_t>(strips.size());
+  uint8_t* padded = slots.data(0);
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {
       const uint8_t* xg = xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es);
-      const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;
-      for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out)
-        for (int64_t y0 = 0; y0 < oh; y0 += band_rows) {
-          const int64_t outs = std::min(slab_out, win.out[0] - z0);
-          const int64_t planes = (outs - 1) * sz + reach;
-          const bool last = y0 + band_rows > oh;
-          const std::vector<Strip>& band_strip = last ? last_strips : strips;
-          const Segment* band_seg = last ? last_segs.data() : segs.data();
-          const int64_t n_strips = static_cast<int64_t>(band_strip.size());
-          // Padded rows [py0, py1) of the band; phase row py / sy - y0 holds padded row py.
-          const int64_t py0 = y0 * sy,
-                        py1 = py0 + (std::min(band_rows, oh - y0) - 1) * sy + reach_y;
-          const int64_t iy0 = std::max<int64_t>(0, py0 - win.pad[1]);
-          const int64_t iy1 = band_rows == oh ? win.in[1] : std::min(win.in[1], py1 - win.pad[1]);
-          parallel(packs * planes, [&](int64_t begin, int64_t end) {
-            std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
-            for (int64_t i = begin; i < end; ++i) {
-              const int64_t pack = i / planes, lp = i % planes, iz = z0 * sz + lp - win.pad[0];
-              uint8_t* plane_dst =
-                  padded.data() + (pack * chan + lp * plane) * static_cast<int64_t>(bb);
-              // A pack short of channels (the last, with an odd count) or a tap pair (its second
-              // member shifted) keeps zeros where no member lands.
-              const bool partial = (pack + 1) * kp > cg_;
-              if (iz < 0 || iz >= win.in[0] || partial)
-                std::memset(plane_dst, 0, static_cast<size_t>(plane) * bb);
-              else
-                zero_padding(win, layout, plane_dst, iy0, iy1, y0, ylen);
-              if (iz < 0 || iz >= win.in[0]) continue;
-              // Member h: channel pack * kp + h, or with tap pairs the one channel shifted by h
-              // taps.
-              for (int64_t h = 0; h < kp; ++h) {
-                const int64_t c = tap_pairs_ ? 0 : pack * kp + h;
-                if (c >= cg_) break;
-                const uint8_t* src =
-                    xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
-                copy_rows(g_, win, layout, src, iy0, iy1, y0, tap_pairs_ ? h * win.dilation[2] : 0,
-                          plane_dst + static_cast<size_t>(h) * member, scratch.data());
-              }
-            }
-          });
+      for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out) {
+        const int64_t outs = std::min(slab_out, win.out[0] - z0);
+        const int64_t planes = (outs - 1) * sz + reach;
+        parallel(packs * planes, [&](int64_t begin, int64_t end) {
+          std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
+          for (int64_t i = begin; i < end; ++i) {
+            const int64_t pack = i / planes, lp = i % planes;
+            fill_plane(xg, pack, z0 * sz + lp - win.pad[0], band,
+                       padded + (pack * chan + lp * plane) * static_cast<int64_t>(bb),
+                       scratch.data());
+          }
+        });
 
-          // Work items: (output plane, strip range, block of output channels).
-          const int64_t base = outs * n_strips;
-          int64_t mchunk = mblocks;
-          if (base < 4 * threads)
-            mchunk = ceil_div(mblocks, std::min(mblocks, ceil_div(4 * threads, base)));
-          const int64_t msplit = ceil_div(mblocks, mchunk);
-          parallel(base * msplit, [&](int64_t begin, int64_t end) {
-            std::vector<uint8_t> tile_out(static_cast<size_t>(mr * nr) * es);
-            std::vector<uint8_t> tile_res(static_cast<size_t>(mr * nr) * es);
-            for (int64_t item = begin; item < end; ++item) {
-              const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
-                            oz = z0 + item / msplit / n_strips;
-              const Strip& strip = band_strip[static_cast<size_t>(st)];
-              const Segment* sg = band_seg + strip.first;
-              const uint8_t* b =
-                  padded.data() + ((oz - z0) * sz * plane + strip.q) * static_cast<int64_t>(bb);
-              const bool in_place = strip.count == 1 && sg[0].lane == 0;
-              for (int64_t mb = ms * mchunk; mb < std::min(mblocks, (ms + 1) * mchunk); ++mb) {
-                const int64_t m0 = grp * mg + mb * mr, rows = std::min(mr, mg - mb * mr);
-                const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane + y0 * ow;
-                const uint8_t* a = a_grp + mb * mr * steps * static_cast<int64_t>(ab);
-                if (in_place) {
-                  const int64_t at = (row0 + sg[0].out) * static_cast<int64_t>(es);
-                  g_.ukernel(static_cast<size_t>(rows), static_cast<size_t>(sg[0].len),
-                             static_cast<size_t>(steps), a, b, offsets.data(), yb + at,
-                             static_cast<size_t>(s_out), params(m0, rb ? rb + at : nullptr));
-                  continue;
-                }
-                // Lanes scattered over several output rows: through a scratch tile.
-                if (rb)
-                  for (int64_t i = 0; i < rows; ++i)
-                    for (size_t s = 0; s < strip.count; ++s)
-                      std::memcpy(tile_res.data() + (i * nr + sg[s].lane) * es,
-                                  rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
-                                  static_cast<size_t>(sg[s].len) * es);
-                g_.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr),
-                           static_cast<size_t>(steps), a, b, offsets.data(), tile_out.data(),
-                           static_cast<size_t>(nr), params(m0, rb ? tile_res.data() : nullptr));
-                for (int64_t i = 0; i < rows; ++i)
-                  for (size_t s = 0; s < strip.count; ++s)
-                    std::memcpy(yb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
-                                tile_out.data() + (i * nr + sg[s].lane) * es,
-                                static_cast<size_t>(sg[s].len) * es);
-              }
-            }
-          });
-        }
+        // Work items: (output plane, strip, block of output channels).
+        const int64_t base = outs * n_strips;
+        int64_t mchunk = mblocks;
+        if (base < 4 * threads)
+          mchunk = ceil_div(mblocks, std::min(mblocks, ceil_div(4 * threads, base)));
+        const int64_t msplit = ceil_div(mblocks, mchunk);
+        parallel(base * msplit, [&](int64_t begin, int64_t end) {
+          std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
+          for (int64_t item = begin; item < end; ++item) {
+            const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
+                          oz = z0 + item / msplit / n_strips;
+            compute(n, grp, oz, band, st,
+                    padded + ((oz - z0) * sz * plane + strips[static_cast<size_t>(st)].q) *
+                                 static_cast<int64_t>(bb),
+                    ms * mchunk, std::min(mblocks, (ms + 1) * mchunk), tile_out.data(),
+                    tile_res.data());
+          }
+        });
+      }
     }
   return true;
 }
