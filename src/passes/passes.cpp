@@ -14,14 +14,15 @@ const std::vector<Pass>& portable_passes() {
       {"fold-batchnorm", fold_batchnorm_into_conv},
       {"fuse-conv-epilogue", fuse_conv_epilogue},
       {"fuse-norm-activation", fuse_norm_activation},
+      {"fuse-concat-into-conv", fuse_concat_into_conv},
   };
   return passes;
 }
 
 void run_passes(ir::Graph& g, const std::string& stop_after) {
   const auto& passes = portable_passes();
-  if (!stop_after.empty() &&
-      std::none_of(passes.begin(), passes.end(), [&](const Pass& p) { return stop_after == p.name; })) {
+  if (!stop_after.empty() && std::none_of(passes.begin(), passes.end(),
+                                          [&](const Pass& p) { return stop_after == p.name; })) {
     std::string names;
     for (const Pass& p : passes) names += std::string(names.empty() ? "" : ", ") + p.name;
     throw Error("--stop-after '" + stop_after + "' names no pass; passes are: " + names);

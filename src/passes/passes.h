@@ -28,9 +28,10 @@ void fuse_cast_islands(ir::Graph& g);
 void fold_softmax_transposes(ir::Graph& g);
 void fuse_conv_epilogue(ir::Graph& g);
 void fuse_norm_activation(ir::Graph& g);
+void fuse_concat_into_conv(ir::Graph& g);
 
 struct Fp16Options {
-  bool keep_io_types = true;     // graph inputs and outputs stay float32, with Casts at the edge
+  bool keep_io_types = true;        // graph inputs and outputs stay float32, with Casts at the edge
   std::set<std::string> block_ops;  // op types kept in float32 between Casts
 };
 

@@ -24,8 +24,9 @@ struct ConvCase {
   std::string op = "Conv";  // Conv, FusedConv or ConvTranspose
   Shape x, w;
   bool bias = true;
-  bool residual = false;   // FusedConv only
-  std::string activation;  // FusedConv only: "", Relu, LeakyRelu
+  bool residual = false;         // FusedConv only
+  std::string activation;        // FusedConv only: "", Relu, LeakyRelu
+  std::vector<int64_t> x_parts;  // FusedConv only: channels of each part of X (empty: one part)
   std::map<std::string, ir::Attribute> attrs;
 
   ConvCase& ints(const std::string& n, std::vector<int64_t> v) {
@@ -46,6 +47,7 @@ struct ConvCase {
   std::string str() const {
     std::string t = op + " x" + shape_str(x) + " w" + shape_str(w) + (bias ? " bias" : "") +
                     (residual ? " residual" : "") + (activation.empty() ? "" : " " + activation);
+    if (!x_parts.empty()) t += " x_parts" + shape_str(x_parts);
     for (const auto& [name, a] : attrs) {
       t += " " + name + "=";
       if (a.kind == ir::Attribute::Kind::is)
@@ -73,6 +75,7 @@ Tensor random_tensor(DType t, const Shape& shape, std::mt19937& rng, double lo, 
 struct Built {
   ir::Graph graph;
   Tensor x, w, b, residual;
+  std::vector<Tensor> parts;  // X cut along channels as the case's x_parts say
   Shape y;
 };
 
@@ -129,6 +132,25 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     out.residual = random_tensor(t, out.y, rng, -1, 1);
     n.inputs.push_back(value("r"));
   }
+  if (!c.x_parts.empty()) {
+    // Part 0 is input 0; the others follow the residual slot.
+    n.inputs.resize(std::max<size_t>(n.inputs.size(), 4), -1);
+    const int64_t plane = shape_numel(c.x) / (c.x[0] * c.x[1]);
+    int64_t c0 = 0;
+    for (size_t p = 0; p < c.x_parts.size(); ++p) {
+      Shape ps = c.x;
+      ps[1] = c.x_parts[p];
+      Tensor part = Tensor::empty(t, ps);
+      for (int64_t b = 0; b < c.x[0]; ++b)
+        for (int64_t i = 0; i < ps[1] * plane; ++i)
+          ref::store(part, b * ps[1] * plane + i, ref::load(out.x, (b * c.x[1] + c0) * plane + i));
+      c0 += ps[1];
+      out.parts.push_back(std::move(part));
+      if (p > 0) n.inputs.push_back(value("x" + std::to_string(p)));
+    }
+    n.attrs.items["x_parts"].kind = ir::Attribute::Kind::i;
+    n.attrs.items["x_parts"].i = static_cast<int64_t>(c.x_parts.size());
+  }
   g.nodes.push_back(n);
   return true;
 }
@@ -168,10 +190,20 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   Built b;
   ASSERT_TRUE(build(c, t, rng, b)) << "invalid test case: " << c.str();
   const ir::Node& n = b.graph.nodes[0];
+  // The reference runs the node on X whole; with parts, the optimized op reads them.
+  ir::Node whole = n;
+  whole.inputs.resize(std::min<size_t>(whole.inputs.size(), 4));
+  whole.attrs.items.erase("x_parts");
   std::vector<const Tensor*> in = {&b.x, &b.w, c.bias ? &b.b : nullptr};
   if (c.residual) in.push_back(&b.residual);
   std::vector<Tensor> want = {Tensor::zeros(t, b.y)};
-  OpRegistry::instance().create(n, b.graph)->compute(in, want);
+  OpRegistry::instance().create(whole, b.graph)->compute(in, want);
+  std::vector<const Tensor*> fast_in = in;
+  if (!b.parts.empty()) {
+    fast_in[0] = &b.parts[0];
+    fast_in.resize(4, nullptr);
+    for (size_t p = 1; p < b.parts.size(); ++p) fast_in.push_back(&b.parts[p]);
+  }
 
   std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
       n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
@@ -183,7 +215,7 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   // NaN everywhere: every element must be written.
   std::vector<Tensor> got = {Tensor::empty(t, b.y)};
   std::memset(got[0].raw(), 0xff, got[0].nbytes());
-  fast->run(RunContext{pool}, in, got);
+  fast->run(RunContext{pool}, fast_in, got);
   const std::string what = std::string(row->name) + " " + std::string(dtype_name(t)) + " " +
                            c.str() + (pool ? " threads=" + std::to_string(pool->size()) : "");
   const double tol = t == DType::f32 ? 1e-5 : 1e-2;
@@ -197,7 +229,7 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   rounded[0] = &x;
   rounded[1] = &w;
   std::vector<Tensor> want_rounded = {Tensor::zeros(t, b.y)};
-  OpRegistry::instance().create(n, b.graph)->compute(rounded, want_rounded);
+  OpRegistry::instance().create(whole, b.graph)->compute(rounded, want_rounded);
   EXPECT_LT(rel_l2(got[0], want_rounded[0]), tol) << what << " against bf16-rounded X and W";
 }
 
@@ -350,6 +382,13 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
       c.op = "FusedConv";
       c.residual = attempt % 8 == 3;
       c.activation = attempt % 3 == 0 ? "Relu" : "LeakyRelu";
+    }
+    // X in parts (a fused Concat), cut at odd places so bf16 channel pairs straddle them.
+    if (attempt % 2 == 1 && c.x[1] >= 2) {
+      if (c.op == "Conv") c.op = "FusedConv";
+      int64_t first = std::uniform_int_distribution<int64_t>(1, c.x[1] - 1)(rng);
+      c.x_parts = {first, c.x[1] - first};
+      if (c.x_parts[1] >= 2 && attempt % 3 == 0) c.x_parts = {first, 1, c.x[1] - first - 1};
     }
     return c;
   });

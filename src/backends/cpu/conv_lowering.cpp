@@ -41,19 +41,20 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   // whole micro-panels of (channel, tap) rows whatever the tile. Both take bf16 products where
   // the session allows them.
   bool conv = node.op_type != "ConvTranspose";
-  a.kernel = find_gemm_kernel(ctx.isa, t, conv ? a.w->dim(0) / a.group : 0,
-                              ctx.fpmath == FpMath::bf16);
+  a.kernel =
+      find_gemm_kernel(ctx.isa, t, conv ? a.w->dim(0) / a.group : 0, ctx.fpmath == FpMath::bf16);
   return a.kernel != nullptr;
 }
 
 class GemmConvOp : public CpuOp {
  public:
   GemmConvOp(std::unique_ptr<Op> ref, ref::WindowAttrs attrs, std::vector<int64_t> kernel,
-             bool residual, std::unique_ptr<ConvGemm> conv)
+             bool residual, int64_t parts, std::unique_ptr<ConvGemm> conv)
       : CpuOp(std::move(ref)),
         attrs_(std::move(attrs)),
         kernel_(std::move(kernel)),
         residual_(residual),
+        parts_(parts),
         conv_(std::move(conv)) {}
 
   void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
@@ -63,7 +64,15 @@ class GemmConvOp : public CpuOp {
       fail("input X has shape " + shape_str(x.shape()) + ", expected rank " +
            std::to_string(kernel_.size() + 2));
     ref::Geometry g = ref::resolve_window(where, attrs_, spatial(x.shape()), kernel_);
-    conv_->run(ctx.pool, conv_window(g), x, residual_ ? in[3] : nullptr, out[0]);
+    const Tensor* residual = residual_ ? in[3] : nullptr;
+    if (parts_ == 1) {
+      conv_->run(ctx.pool, conv_window(g), x, residual, out[0]);
+      return;
+    }
+    // X's parts (a fused Concat): input 0, then the inputs after the residual slot.
+    std::vector<const Tensor*> parts = {&x};
+    parts.insert(parts.end(), in.begin() + 4, in.end());
+    conv_->run(ctx.pool, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
   }
   std::string kernel_name() const override { return conv_->kernel().name; }
 
@@ -71,6 +80,7 @@ class GemmConvOp : public CpuOp {
   ref::WindowAttrs attrs_;
   std::vector<int64_t> kernel_;
   bool residual_;
+  int64_t parts_;  // of X: see backends/ref/ops/fused.h
   std::unique_ptr<ConvGemm> conv_;
 };
 
@@ -82,6 +92,9 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   if (m % a.group != 0 || (a.bias && a.bias->dim(0) != m)) return nullptr;
   bool residual = fused && node.has_input(3);
   if (residual && ctx.input_dtype(3) != a.w->dtype()) return nullptr;
+  const int64_t parts = fused ? node.attrs.get_int("x_parts", 1) : 1;
+  for (int i = 4; i < node.num_inputs(); ++i)
+    if (!node.has_input(i) || ctx.input_dtype(i) != a.w->dtype()) return nullptr;
   ConvEpilogue e;
   if (fused) {
     FusedEpilogue f = FusedEpilogue::from_attrs(node.attrs);
@@ -94,7 +107,7 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   ref::WindowAttrs attrs = ref::parse_window(oc);
   auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e);
   return std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
-                                      residual, std::move(conv));
+                                      residual, parts, std::move(conv));
 }
 
 class GemmConvTransposeOp : public CpuOp {

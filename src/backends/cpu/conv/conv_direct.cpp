@@ -230,9 +230,9 @@ void zero_padding(const ConvWindow& win, const PhaseLayout& ph, uint8_t* dst, in
 
 }  // namespace
 
-bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
                           const Tensor* residual, Tensor& y) const {
-  const int64_t n_batch = x.dim(0), c_in = x.dim(1);
+  const int64_t n_batch = x.batch();
   // Channels are stored in packs of k_pack (the members of a panel element), so a step reads
   // whole elements: step k = (channel pack, kz, ky, kx).
   const int64_t kp = g_.k_pack, packs = tap_pairs_ ? 1 : packed_channels();
@@ -240,7 +240,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr);
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel), member = bb / static_cast<size_t>(kp);
-  const int64_t s_in = win.in_size(), s_out = win.out_size(), out_plane = win.out[1] * win.out[2];
+  const int64_t s_out = win.out_size(), out_plane = win.out[1] * win.out[2];
   const int64_t threads = pool ? pool->size() : 1;
 
   // Padded extents: every tap of every output position lands inside.
@@ -339,7 +339,6 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
     std::memset(slots.data(i) + packs * chan * static_cast<int64_t>(bb), 0,
                 (buffer_elems - static_cast<size_t>(packs * chan)) * bb);
 
-  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   // Small chunks: a slab ends at a barrier, so the last chunk decides when the next slab starts.
@@ -365,9 +364,10 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
                 last ? &last_strips : &strips, last ? last_segs.data() : segs.data()};
   };
 
-  // Input plane iz of channel pack `pack` of the group at xg, the band's rows, into `dst`.
-  auto fill_plane = [&](const uint8_t* xg, int64_t pack, int64_t iz, const Band& band, uint8_t* dst,
-                        uint8_t* scratch) {
+  // Input plane iz of channel pack `pack` of group grp of batch item n, the band's rows, into
+  // `dst`.
+  auto fill_plane = [&](int64_t n, int64_t grp, int64_t pack, int64_t iz, const Band& band,
+                        uint8_t* dst, uint8_t* scratch) {
     // A pack short of channels (the last, with an odd count) or a tap pair (its second member
     // shifted) keeps zeros where no member lands.
     const bool partial = (pack + 1) * kp > cg_;
@@ -380,7 +380,8 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
     for (int64_t h = 0; h < kp; ++h) {
       const int64_t c = tap_pairs_ ? 0 : pack * kp + h;
       if (c >= cg_) break;
-      const uint8_t* src = xg + (c * s_in + iz * win.in[1] * win.in[2]) * static_cast<int64_t>(es);
+      const uint8_t* src =
+          x.plane(n, grp * cg_ + c) + iz * win.in[1] * win.in[2] * static_cast<int64_t>(es);
       copy_rows(g_, win, layout, src, band.iy0, band.iy1, band.y0,
                 tap_pairs_ ? h * win.dilation[2] : 0, dst + static_cast<size_t>(h) * member,
                 scratch);
@@ -437,9 +438,8 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
         const int64_t n = item / (group_ * per_group), grp = item / per_group % group_,
                       oz = item % per_group / n_bands, y0 = item % n_bands * band_rows;
         const Band band = band_at(y0);
-        const uint8_t* xg = xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es);
         for (int64_t pack = 0; pack < packs; ++pack)
-          fill_plane(xg, pack, oz * sz - win.pad[0], band,
+          fill_plane(n, grp, pack, oz * sz - win.pad[0], band,
                      buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data());
         for (int64_t st = 0; st < static_cast<int64_t>(band.strips->size()); ++st)
           compute(n, grp, oz, band, st,
@@ -455,7 +455,6 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
   uint8_t* padded = slots.data(0);
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {
-      const uint8_t* xg = xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es);
       for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out) {
         const int64_t outs = std::min(slab_out, win.out[0] - z0);
         const int64_t planes = (outs - 1) * sz + reach;
@@ -463,7 +462,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor&
           std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
           for (int64_t i = begin; i < end; ++i) {
             const int64_t pack = i / planes, lp = i % planes;
-            fill_plane(xg, pack, z0 * sz + lp - win.pad[0], band,
+            fill_plane(n, grp, pack, z0 * sz + lp - win.pad[0], band,
                        padded + (pack * chan + lp * plane) * static_cast<int64_t>(bb),
                        scratch.data());
           }

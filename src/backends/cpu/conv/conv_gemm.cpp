@@ -54,11 +54,11 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
 }
 
 // Packs the implicit im2col panel of one spatial tile: step k = (channel, kz, ky, kx), column q
-// = output position p0 + q, laid out as micro-panels of k steps x NR columns. `x` points at the
-// tile's first input channel.
-void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int64_t channels,
-                 bool tap_pairs, int64_t cols, const std::vector<ColumnRun>& runs, uint8_t* panel,
-                 uint8_t* scratch) {
+// = output position p0 + q, laid out as micro-panels of k steps x NR columns. The tile's input
+// channels are channels [c0, c0 + channels) of batch item n of x.
+void pack_im2col(const GemmKernel& g, const ConvWindow& w, const ConvInput& x, int64_t n,
+                 int64_t c0, int64_t channels, bool tap_pairs, int64_t cols,
+                 const std::vector<ColumnRun>& runs, uint8_t* panel, uint8_t* scratch) {
   const int64_t nr = g.nr, kvol = w.kernel_size(), kp = g.k_pack;
   const int64_t kw_elems = tap_pairs ? (w.kernel[2] + 1) / 2 : w.kernel[2];
   // Panel elements per column.
@@ -66,14 +66,14 @@ void pack_im2col(const GemmKernel& g, const ConvWindow& w, const uint8_t* x, int
       tap_pairs ? w.kernel[0] * w.kernel[1] * kw_elems : (channels + kp - 1) / kp * kvol;
   const size_t es = dtype_size(g.storage), bb = panel_type_bytes(g.b_panel);
   const size_t member = bb / static_cast<size_t>(kp);
-  const int64_t in_h = w.in[1], in_w = w.in[2], s_in = w.in_size();
+  const int64_t in_h = w.in[1], in_w = w.in[2];
   // Packed elements are filled one member at a time: zero everything first, write only data.
   if (kp > 1) std::memset(panel, 0, static_cast<size_t>(ceil_div(cols, nr) * steps * nr) * bb);
   auto zero = [&](uint8_t* dst, int64_t n) {
     if (kp == 1) std::memset(dst, 0, static_cast<size_t>(n) * bb);
   };
   for (int64_t c = 0; c < channels; ++c) {
-    const uint8_t* xc = x + c * s_in * static_cast<int64_t>(es);
+    const uint8_t* xc = x.plane(n, c0 + c);
     for (int64_t kz = 0; kz < w.kernel[0]; ++kz)
       for (int64_t ky = 0; ky < w.kernel[1]; ++ky)
         for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
@@ -140,6 +140,37 @@ ConvWindow conv_window(const ref::Geometry& g) {
   return w;
 }
 
+ConvInput::ConvInput(const Tensor& x) : ConvInput(std::vector<const Tensor*>{&x}) {}
+
+ConvInput::ConvInput(std::vector<const Tensor*> parts) : parts_(std::move(parts)) {
+  first_.push_back(0);
+  for (const Tensor* t : parts_) first_.push_back(first_.back() + t->dim(1));
+  const Tensor& x = *parts_[0];
+  plane_bytes_ = static_cast<int64_t>(dtype_size(x.dtype()));
+  for (int64_t d = 2; d < x.rank(); ++d) plane_bytes_ *= x.dim(d);
+}
+
+const uint8_t* ConvInput::plane(int64_t n, int64_t c) const {
+  size_t p = 0;
+  while (c >= first_[p + 1]) ++p;
+  const Tensor& t = *parts_[p];
+  return static_cast<const uint8_t*>(t.raw()) + (n * t.dim(1) + c - first_[p]) * plane_bytes_;
+}
+
+Tensor ConvInput::joined() const {
+  Shape shape = parts_[0]->shape();
+  shape[1] = channels();
+  Tensor out = Tensor::empty(parts_[0]->dtype(), shape);
+  uint8_t* o = static_cast<uint8_t*>(out.raw());
+  for (int64_t n = 0; n < batch(); ++n)
+    for (const Tensor* t : parts_) {
+      const int64_t bytes = t->dim(1) * plane_bytes_;
+      std::memcpy(o, static_cast<const uint8_t*>(t->raw()) + n * bytes, static_cast<size_t>(bytes));
+      o += bytes;
+    }
+  return out;
+}
+
 void PanelBuffer::Free::operator()(uint8_t* p) const {
   ::operator delete[](p, std::align_val_t(64));
 }
@@ -195,18 +226,31 @@ GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual) const {
   return p;
 }
 
-void ConvGemm::run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
-                   Tensor& y) const {
-  if (x.dim(0) == 0 || win.out_size() == 0 || m_ == 0) return;
-  if (run_pointwise(pool, win, x, residual, y) || run_direct(pool, win, x, residual, y)) return;
+void ConvGemm::run(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+                   const Tensor* residual, Tensor& y) const {
+  if (x.batch() == 0 || win.out_size() == 0 || m_ == 0) return;
+  if (pointwise(win)) {
+    // Its tiles are packed straight from X's rows: parts are joined first (a 1x1 conv after a
+    // Concat is rare in UNets; the joined copy is what the Concat would have cost).
+    if (x.single())
+      run_pointwise(pool, win, x.part(0), residual, y);
+    else
+      run_pointwise(pool, win, x.joined(), residual, y);
+    return;
+  }
+  if (run_direct(pool, win, x, residual, y)) return;
   run_packed(pool, win, x, residual, y);
 }
 
-bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
-                             const Tensor* residual, Tensor& y) const {
+bool ConvGemm::pointwise(const ConvWindow& win) {
   for (int d = 0; d < 3; ++d)
     if (win.kernel[d] != 1 || win.stride[d] != 1 || win.pad[d] != 0 || win.in[d] != win.out[d])
       return false;
+  return true;
+}
+
+void ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+                             const Tensor* residual, Tensor& y) const {
   const int64_t n_batch = x.dim(0), c_in = x.dim(1), mg = m_ / group_, s = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr), steps = packed_channels();
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
@@ -247,14 +291,13 @@ bool ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
     pool->parallel_for(items, work);
   else
     work(0, items);
-  return true;
 }
 
-void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
                           const Tensor* residual, Tensor& y) const {
-  const int64_t n_batch = x.dim(0), c_in = x.dim(1);
+  const int64_t n_batch = x.batch();
   const int64_t mg = m_ / group_, steps = elements();
-  const int64_t s_in = win.in_size(), s_out = win.out_size();
+  const int64_t s_out = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr;
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
                bb = panel_type_bytes(g_.b_panel);
@@ -272,7 +315,6 @@ void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor&
   const int64_t msplit = ceil_div(mblocks, mchunk), items = base * msplit;
   const std::vector<int64_t> offsets = panel_offsets(g_, steps * g_.k_pack);
 
-  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   auto work = [&](int64_t begin, int64_t end) {
@@ -286,8 +328,8 @@ void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor&
       const int64_t p0 = tile * tile_cols, cols = std::min(tile_cols, s_out - p0);
       if (rest != packed) {
         column_runs(win, p0, cols, nr, runs);
-        pack_im2col(g_, win, xb + (n * c_in + grp * cg_) * s_in * static_cast<int64_t>(es), cg_,
-                    tap_pairs_, cols, runs, panel.data(), scratch.data());
+        pack_im2col(g_, win, x, n, grp * cg_, cg_, tap_pairs_, cols, runs, panel.data(),
+                    scratch.data());
         packed = rest;
       }
       const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;

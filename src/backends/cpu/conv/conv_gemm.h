@@ -31,6 +31,28 @@ struct ConvWindow {
 /// The window of a resolved reference geometry of spatial rank 1 to 3.
 ConvWindow conv_window(const ref::Geometry& g);
 
+/// X of a convolution: one tensor, or several whose channels follow each other (a channel
+/// Concat the graph passes fused into the convolution, so it is never written). The parts share
+/// dtype, batch and spatial shape.
+class ConvInput {
+ public:
+  ConvInput(const Tensor& x);  // NOLINT(google-explicit-constructor): one part
+  explicit ConvInput(std::vector<const Tensor*> parts);
+  int64_t batch() const { return parts_[0]->dim(0); }
+  int64_t channels() const { return first_.back(); }
+  bool single() const { return parts_.size() == 1; }
+  const Tensor& part(size_t i) const { return *parts_[i]; }
+  /// Channel c of batch item n: its first element.
+  const uint8_t* plane(int64_t n, int64_t c) const;
+  /// The parts concatenated into one new tensor.
+  Tensor joined() const;
+
+ private:
+  std::vector<const Tensor*> parts_;
+  std::vector<int64_t> first_;  // first channel of each part, then the channel count
+  int64_t plane_bytes_ = 0;
+};
+
 struct ConvEpilogue {
   Activation act = Activation::none;
   float alpha = 0.01f;
@@ -58,7 +80,7 @@ class ConvGemm {
            ConvEpilogue epilogue);
   /// y = act(conv(x) + bias + residual). x, residual and y have the storage dtype and the shapes
   /// the reference op inferred for `win`; residual may be null.
-  void run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
+  void run(ThreadPool* pool, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
            Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
 
@@ -66,14 +88,15 @@ class ConvGemm {
   // B rows read in place from a zero-padded copy of the input (conv_direct.cpp); returns false,
   // doing nothing, where most lanes would idle (short output rows with strides). Then each
   // spatial tile's im2col panel is packed (conv_gemm.cpp).
-  bool run_direct(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
-                  Tensor& y) const;
-  // 1x1 kernels, unit strides, no padding: col is the input; tiles of it are packed with long
-  // sequential reads. False (nothing done) where that does not apply.
-  bool run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+  bool run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+                  const Tensor* residual, Tensor& y) const;
+  // 1x1 kernels, unit strides, no padding (pointwise()): col is the input; tiles of it are
+  // packed with long sequential reads.
+  static bool pointwise(const ConvWindow& win);
+  void run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
                      const Tensor* residual, Tensor& y) const;
-  void run_packed(ThreadPool* pool, const ConvWindow& win, const Tensor& x, const Tensor* residual,
-                  Tensor& y) const;
+  void run_packed(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+                  const Tensor* residual, Tensor& y) const;
   GemmParams params(int64_t m0, const uint8_t* residual) const;
   // Channels of a group in packs of the kernel's k_pack (the last one zero-padded): the gemm's
   // steps are (channel pack, tap) panel elements...

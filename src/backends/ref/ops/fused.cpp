@@ -1,7 +1,8 @@
 // Ops that voxrt's passes create by fusing ONNX nodes (domain "voxrt"). Their reference
 // implementation runs the original ops one after another, so fused graphs keep an oracle.
-#include "backends/ref/op.h"
 #include "backends/ref/ops/fused.h"
+
+#include "backends/ref/op.h"
 #include "backends/ref/tensor_math.h"
 
 namespace voxrt {
@@ -10,16 +11,16 @@ namespace {
 
 class FusedConvOp : public Op {
  public:
-  FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual)
-      : conv_(std::move(conv)), epilogue_(epilogue), has_residual_(has_residual) {}
+  FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual, int64_t parts)
+      : conv_(std::move(conv)), epilogue_(epilogue), has_residual_(has_residual), parts_(parts) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
-    std::vector<DType> t = conv_->infer_types(conv_inputs(in));
+    std::vector<DType> t = conv_->infer_types(conv_inputs(in, false));
     if (has_residual_ && in[3].dtype != t[0]) fail("residual input must have the output's dtype");
     return t;
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
-    std::vector<Shape> s = conv_->infer_shapes(conv_inputs(in));
+    std::vector<Shape> s = conv_->infer_shapes(conv_inputs(in, true));
     if (has_residual_ && in[3].shape != s[0])
       fail("residual input of shape " + shape_str(in[3].shape) + " does not match the output " +
            shape_str(s[0]));
@@ -27,6 +28,11 @@ class FusedConvOp : public Op {
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     std::vector<const Tensor*> cin(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
+    Tensor joined;
+    if (parts_ > 1) {
+      joined = join_parts(in);
+      cin[0] = &joined;
+    }
     conv_->compute(cin, out);
     Tensor& y = out[0];
     const Tensor* r = has_residual_ ? in[3] : nullptr;
@@ -36,16 +42,58 @@ class FusedConvOp : public Op {
     }
   }
   int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const override {
-    return conv_->macs(conv_inputs(in), out);
+    return conv_->macs(conv_inputs(in, true), out);
   }
 
  private:
-  static std::vector<ValueMeta> conv_inputs(const std::vector<ValueMeta>& in) {
-    return std::vector<ValueMeta>(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
+  // X's parts: input 0, then inputs 4, 5, ... (after W, B and the residual).
+  size_t part_input(int64_t p) const { return p == 0 ? 0 : static_cast<size_t>(3 + p); }
+
+  // The Conv's inputs: X (its parts' channels concatenated, where `shapes` are known), W, B.
+  std::vector<ValueMeta> conv_inputs(const std::vector<ValueMeta>& in, bool shapes) const {
+    std::vector<ValueMeta> c(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
+    if (parts_ == 1) return c;
+    if (in.size() != static_cast<size_t>(3 + parts_))
+      fail("expected " + std::to_string(3 + parts_) + " inputs for " + std::to_string(parts_) +
+           " parts of X, got " + std::to_string(in.size()));
+    c[0].value = nullptr;
+    for (int64_t p = 1; p < parts_; ++p) {
+      const ValueMeta& m = in[part_input(p)];
+      if (!m.present || m.dtype != c[0].dtype)
+        fail("part " + std::to_string(p) + " of X must have X's dtype");
+      if (!shapes) continue;
+      if (m.shape.size() != c[0].shape.size() || m.shape.size() < 2)
+        fail("part " + std::to_string(p) + " of X has shape " + shape_str(m.shape) +
+             ", not of the rank of " + shape_str(in[0].shape));
+      for (size_t d = 0; d < m.shape.size(); ++d)
+        if (d != 1 && m.shape[d] != c[0].shape[d])
+          fail("part " + std::to_string(p) + " of X has shape " + shape_str(m.shape) +
+               ", which differs from " + shape_str(in[0].shape) + " outside the channel axis");
+      c[0].shape[1] += m.shape[1];
+    }
+    return c;
   }
+
+  Tensor join_parts(const std::vector<const Tensor*>& in) const {
+    Shape shape = in[0]->shape();
+    shape[1] = 0;
+    for (int64_t p = 0; p < parts_; ++p) shape[1] += in[part_input(p)]->dim(1);
+    Tensor x = Tensor::empty(in[0]->dtype(), shape);
+    const int64_t plane = in[0]->numel() / (in[0]->dim(0) * in[0]->dim(1));
+    int64_t at = 0;
+    for (int64_t n = 0; n < shape[0]; ++n)
+      for (int64_t p = 0; p < parts_; ++p) {
+        const Tensor& t = *in[part_input(p)];
+        for (int64_t i = 0; i < t.dim(1) * plane; ++i)
+          ref::store(x, at++, ref::load(t, n * t.dim(1) * plane + i));
+      }
+    return x;
+  }
+
   std::unique_ptr<Op> conv_;
   FusedEpilogue epilogue_;
   bool has_residual_;
+  int64_t parts_;
 };
 
 }  // namespace
@@ -53,9 +101,12 @@ class FusedConvOp : public Op {
 FusedEpilogue FusedEpilogue::from_attrs(const ir::Attributes& a) {
   FusedEpilogue e;
   std::string act = a.get_string("activation", "");
-  if (act == "Relu") e.kind = Kind::relu;
-  else if (act == "LeakyRelu") e.kind = Kind::leaky_relu;
-  else if (!act.empty()) throw Error(a.where + ": unknown fused activation '" + act + "'");
+  if (act == "Relu")
+    e.kind = Kind::relu;
+  else if (act == "LeakyRelu")
+    e.kind = Kind::leaky_relu;
+  else if (!act.empty())
+    throw Error(a.where + ": unknown fused activation '" + act + "'");
   e.alpha = a.get_float("alpha", 0.01f);
   return e;
 }
@@ -67,16 +118,23 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   if (conv.inputs.size() > 3) conv.inputs.resize(3);
   conv.attrs.items.erase("activation");
   conv.attrs.items.erase("alpha");
+  conv.attrs.items.erase("x_parts");
   return conv;
 }
 
 void register_fused_ops(OpRegistry& r) {
-  r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, [](const OpContext& c) -> std::unique_ptr<Op> {
-    ir::Node inner = fused_conv_inner_node(c.node);
-    std::unique_ptr<Op> conv = OpRegistry::instance().create(inner, c.graph);
-    bool residual = c.node.has_input(3);
-    return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs), residual);
-  });
+  r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21,
+        [](const OpContext& c) -> std::unique_ptr<Op> {
+          ir::Node inner = fused_conv_inner_node(c.node);
+          std::unique_ptr<Op> conv = OpRegistry::instance().create(inner, c.graph);
+          bool residual = c.node.has_input(3);
+          int64_t parts = c.node.attrs.get_int("x_parts", 1);
+          if (parts < 1 || c.node.num_inputs() != (parts > 1 ? 3 + parts : c.node.num_inputs()))
+            c.fail("x_parts " + std::to_string(parts) + " does not fit its " +
+                   std::to_string(c.node.num_inputs()) + " inputs");
+          return std::make_unique<FusedConvOp>(
+              std::move(conv), FusedEpilogue::from_attrs(c.node.attrs), residual, parts);
+        });
 }
 
 }  // namespace voxrt

@@ -1,5 +1,6 @@
-// The epilogue voxrt.FusedConv applies after the convolution and its bias:
-// y = activation(conv(x) + residual), residual optional (input 3).
+// voxrt.FusedConv: y = activation(conv(x) + residual), inputs X, W, B, residual (optional);
+// with x_parts = k > 1, X is the channel concatenation of input 0 and inputs 4 .. 2 + k (a
+// Concat fused into the convolution, which reads the parts in place).
 #pragma once
 
 #include "ir/graph.h"

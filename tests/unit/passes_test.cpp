@@ -1,5 +1,8 @@
-// The fuse-cast-islands and fold-softmax-transposes passes: each rewritten graph against the
-// graph as it was, on small graphs and on the fixture UNets that carry the patterns.
+// The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes,
+// fuse-concat-into-conv): each rewritten graph against the graph as it was, on small graphs and
+// on the fixture UNets that carry the patterns.
+#include "passes/passes.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,7 +12,6 @@
 #include "backends/cpu/cpu_op.h"
 #include "backends/ref/tensor_math.h"
 #include "model_builder.h"
-#include "passes/passes.h"
 #include "runtime/compile.h"
 
 namespace voxrt::test {
@@ -106,7 +108,8 @@ ir::Graph island_graph(const std::string& op, bool linear) {
 }
 
 TEST(FuseCastIslands, ResizeMinMaxRunInFp16) {
-  for (auto [op, linear] : {std::pair{"Resize", true}, {"Resize", false}, {"Min", false}, {"Max", false}}) {
+  for (auto [op, linear] :
+       {std::pair{"Resize", true}, {"Resize", false}, {"Min", false}, {"Max", false}}) {
     ir::Graph before = island_graph(op, linear);
     ir::Graph after = before;
     fuse_cast_islands(after);
@@ -147,7 +150,8 @@ std::string read(const std::string& path) {
 // The fixture converted by onnxconverter_common with its default block list keeps both
 // decoder Resizes in fp32 islands.
 TEST(FuseCastIslands, FixtureUnetIslandsVanish) {
-  std::string path = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16io32.onnx";
+  std::string path =
+      std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16io32.onnx";
   std::string bytes = read(path);
   ASSERT_FALSE(bytes.empty()) << path;
   ir::Graph before = import(bytes);
@@ -173,8 +177,7 @@ TEST(FoldSoftmaxTransposes, FixtureUnetOpset11) {
   EXPECT_EQ(count_ops(after, "Transpose"), 0);
   Tensor x = random_input({1, 1, 16, 16, 16}, 3);
   Tensor y0 = run_graph(before, {x}, false)[0];
-  for (bool lower : {false, true})
-    EXPECT_LT(rel_l2(run_graph(after, {x}, lower)[0], y0), 1e-6);
+  for (bool lower : {false, true}) EXPECT_LT(rel_l2(run_graph(after, {x}, lower)[0], y0), 1e-6);
 }
 
 TEST(FoldSoftmaxTransposes, KeepsNonInversePairs) {
@@ -190,6 +193,78 @@ TEST(FoldSoftmaxTransposes, KeepsNonInversePairs) {
   ir::Graph g = import(b.bytes());
   fold_softmax_transposes(g);
   EXPECT_EQ(count_ops(g, "Transpose"), 2);
+}
+
+// a -> Relu, b -> Concat(axis) -> Conv -> Relu; a second consumer of the Concat when `shared`.
+ir::Graph concat_conv_graph(int64_t axis, bool shared) {
+  ModelBuilder b(17);
+  b.input("a", onnx::TensorProto::FLOAT, {std::string("N"), 3, 6, 7});
+  b.input("b", onnx::TensorProto::FLOAT, {std::string("N"), 2, 6, 7});
+  b.node("Relu", {"a"}, {"ra"});
+  auto& cat = b.node("Concat", {"ra", "b"}, {"cat"});
+  ModelBuilder::attr_int(cat, "axis", axis);
+  std::vector<float> w(4 * 5 * 3 * 3), bias = {0.1f, -0.2f, 0.3f, 0.0f};
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37) % 11) / 11.0f - 0.5f;
+  b.initializer("w", {4, 5, 3, 3}, w);
+  b.initializer("bias", {4}, bias);
+  auto& conv = b.node("Conv", {"cat", "w", "bias"}, {"c"});
+  ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  if (shared) {
+    b.node("Sigmoid", {"cat"}, {"z"});
+    b.output("z", onnx::TensorProto::FLOAT);
+  }
+  ir::Graph g = import(b.bytes());
+  run_passes(g, "fuse-norm-activation");  // the passes before this one
+  return g;
+}
+
+TEST(FuseConcatIntoConv, ConvReadsTheParts) {
+  for (int64_t axis : {1, -3}) {
+    ir::Graph before = concat_conv_graph(axis, false);
+    ir::Graph after = before;
+    fuse_concat_into_conv(after);
+    EXPECT_EQ(count_ops(before, "Concat"), 1);
+    EXPECT_EQ(count_ops(after, "Concat"), 0) << "axis " << axis;
+    ASSERT_EQ(count_ops(after, "FusedConv"), 1);
+    for (const ir::Node& n : after.nodes) {
+      if (n.op_type == "FusedConv") {
+        EXPECT_EQ(n.attrs.get_int("x_parts", 1), 2);
+      }
+    }
+    // Batch 2: where the arena cannot make a Concat's inputs slices of it.
+    std::vector<Tensor> x = {random_input({2, 3, 6, 7}, 4), random_input({2, 2, 6, 7}, 5)};
+    Tensor y0 = run_graph(before, x, false)[0];
+    for (bool lower : {false, true})
+      EXPECT_LT(rel_l2(run_graph(after, x, lower)[0], y0), 1e-6)
+          << (lower ? "lowered" : "reference");
+  }
+}
+
+TEST(FuseConcatIntoConv, LeavesOtherConcatsAlone) {
+  ir::Graph other_axis = concat_conv_graph(2, false);
+  fuse_concat_into_conv(other_axis);
+  EXPECT_EQ(count_ops(other_axis, "Concat"), 1);
+  ir::Graph shared = concat_conv_graph(1, true);
+  fuse_concat_into_conv(shared);
+  EXPECT_EQ(count_ops(shared, "Concat"), 1);
+}
+
+// Both decoder Concats of a fixture UNet go, at batch 3.
+TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
+  std::string path = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_bn_op17.onnx";
+  std::string bytes = read(path);
+  ASSERT_FALSE(bytes.empty()) << path;
+  ir::Graph before = import(bytes);
+  run_passes(before, "fuse-norm-activation");
+  ir::Graph after = before;
+  fuse_concat_into_conv(after);
+  EXPECT_EQ(count_ops(before, "Concat"), 2);
+  EXPECT_EQ(count_ops(after, "Concat"), 0);
+  Tensor x = random_input({3, 1, 16, 16, 16}, 6);
+  Tensor y0 = run_graph(before, {x}, true)[0], y1 = run_graph(after, {x}, true)[0];
+  EXPECT_LT(rel_l2(y1, y0), 1e-6);
 }
 
 }  // namespace
