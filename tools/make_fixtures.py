@@ -186,6 +186,51 @@ class UNet2d(SegNet):
         return self.head(d1)
 
 
+class ResBlockGn(nn.Module):
+    """SegResNet's block: GroupNorm, ReLU, conv, twice, plus the identity."""
+
+    def __init__(self, c, groups):
+        super().__init__()
+        self.n1 = nn.GroupNorm(groups, c)
+        self.c1 = nn.Conv3d(c, c, 3, padding=1, bias=False)
+        self.n2 = nn.GroupNorm(groups, c)
+        self.c2 = nn.Conv3d(c, c, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        return self.c2(F.relu(self.n2(self.c1(F.relu(self.n1(x)))))) + x
+
+
+class UNet3dGn(SegNet):
+    """MONAI SegResNet style: GroupNorm (4 groups), residual blocks, average pooling and a
+    strided conv down, a transposed conv up added to its skip, a trilinear up concatenated."""
+
+    def __init__(self, base=8, groups=4):
+        super().__init__()
+        c1, c2, c3 = base, base * 2, base * 4
+        self.stem = nn.Conv3d(1, c1, 3, padding=1)
+        self.enc1 = ResBlockGn(c1, groups)
+        self.down1 = nn.Sequential(nn.AvgPool3d(2), nn.Conv3d(c1, c2, 3, padding=1, bias=False))
+        self.enc2 = ResBlockGn(c2, groups)
+        self.down2 = nn.Conv3d(c2, c3, 3, stride=2, padding=1, bias=False)
+        self.bottom = ResBlockGn(c3, groups)
+        self.up2 = nn.ConvTranspose3d(c3, c2, kernel_size=2, stride=2)
+        self.dec2 = ResBlockGn(c2, groups)
+        self.reduce1 = nn.Conv3d(c2, c1, 1, bias=False)
+        self.up1 = nn.Upsample(scale_factor=2, mode="trilinear", align_corners=False)
+        self.fuse1 = nn.Sequential(
+            nn.Conv3d(2 * c1, c1, 3, padding=1, bias=False), nn.GroupNorm(groups, c1), nn.LeakyReLU(0.01)
+        )
+        self.head = nn.Sequential(nn.GroupNorm(groups, c1), nn.ReLU(), nn.Conv3d(c1, NUM_CLASSES, 1))
+
+    def forward(self, x):
+        e1 = self.enc1(self.stem(x))
+        e2 = self.enc2(self.down1(e1))
+        b = self.bottom(self.down2(e2))
+        d2 = self.dec2(self.up2(b) + e2)
+        d1 = self.fuse1(torch.cat([self.up1(self.reduce1(d2)), e1], dim=1))
+        return self.head(d1)
+
+
 MODELS = [
     {
         "name": "unet3d_bn",
@@ -232,6 +277,18 @@ MODELS = [
         "description": "2D UNet: Conv2d 3x3 + BatchNorm2d + ReLU, MaxPool2d(2), one ConvTranspose2d(k2,s2) "
         "and one bilinear Upsample (Resize) path, skip Concat, 3 classes. BatchNormalization kept.",
         "preserve_bn": True,
+    },
+    {
+        "name": "unet3d_gn",
+        "build": UNet3dGn,
+        "spatial": (16, 16, 24),
+        "train_patch": (16, 16, 16),
+        "train_steps": 300,
+        "description": "MONAI SegResNet style: GroupNorm(4 groups; torch exports it as Reshape, "
+        "InstanceNormalization, Reshape, Mul, Add) with ReLU or LeakyReLU, residual blocks (conv + "
+        "identity Add), AvgPool3d(2) and a stride-2 conv down, ConvTranspose3d(k2,s2) added to its "
+        "skip, 1x1x1 conv and trilinear Upsample concatenated with the other skip, 3 classes.",
+        "preserve_bn": False,
     },
 ]
 

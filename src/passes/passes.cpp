@@ -6,13 +6,14 @@ namespace voxrt {
 
 const std::vector<Pass>& portable_passes() {
   static const std::vector<Pass> passes = {
-      {"remove-identity", remove_identity},
       {"fold-constants", fold_constants},
+      {"remove-identity", remove_identity},
       {"cancel-cast-pairs", cancel_cast_pairs},
       {"fuse-cast-islands", fuse_cast_islands},
       {"fold-softmax-transposes", fold_softmax_transposes},
       {"fold-batchnorm", fold_batchnorm_into_conv},
       {"fuse-conv-epilogue", fuse_conv_epilogue},
+      {"fuse-group-norm", fuse_group_norm},
       {"fuse-norm-activation", fuse_norm_activation},
       {"fuse-concat-into-conv", fuse_concat_into_conv},
   };

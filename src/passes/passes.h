@@ -27,6 +27,7 @@ void cancel_cast_pairs(ir::Graph& g);
 void fuse_cast_islands(ir::Graph& g);
 void fold_softmax_transposes(ir::Graph& g);
 void fuse_conv_epilogue(ir::Graph& g);
+void fuse_group_norm(ir::Graph& g);
 void fuse_norm_activation(ir::Graph& g);
 void fuse_concat_into_conv(ir::Graph& g);
 

@@ -11,8 +11,10 @@ bool is_graph_io(const ir::Graph& g, int v) {
 }
 }  // namespace
 
-// Identity and inference-mode Dropout pass their input through. Dropout is dropped only when its
-// mask output is unused and its training_mode input is absent or a constant false.
+// Identity, inference-mode Dropout and Pad by zero on every side pass their input through.
+// Dropout is dropped only when its mask output is unused and its training_mode input is absent
+// or a constant false. (torch exports AvgPool with count_include_pad, its default, as a Pad
+// before the AveragePool, of zeros when the pool has no padding.)
 void remove_identity(ir::Graph& g) {
   auto consumers = g.consumers();
   std::vector<ir::Node> kept;
@@ -28,6 +30,17 @@ void remove_identity(ir::Graph& g) {
         training = !t || (t->numel() > 0 && t->data<uint8_t>()[0] != 0);
       }
       passthrough = !mask_used && !training;
+    }
+    if (n.op_type == "Pad" && n.domain.empty()) {
+      std::vector<int64_t> pads = n.attrs.get_ints("pads", {});
+      if (n.has_input(1)) {
+        const Tensor* t = g.constant(n.inputs[1]);
+        pads.clear();
+        if (t && t->dtype() == DType::i64)
+          pads.assign(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+      }
+      passthrough =
+          !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
     }
     if (!passthrough || n.inputs.empty() || n.inputs[0] < 0 || n.outputs[0] < 0) {
       kept.push_back(std::move(n));

@@ -1,6 +1,6 @@
 // The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes,
-// fuse-concat-into-conv): each rewritten graph against the graph as it was, on small graphs and
-// on the fixture UNets that carry the patterns.
+// fuse-group-norm, fuse-concat-into-conv): each rewritten graph against the graph as it was, on
+// small graphs and on the fixture UNets that carry the patterns.
 #include "passes/passes.h"
 
 #include <gtest/gtest.h>
@@ -265,6 +265,69 @@ TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
   Tensor x = random_input({3, 1, 16, 16, 16}, 6);
   Tensor y0 = run_graph(before, {x}, true)[0], y1 = run_graph(after, {x}, true)[0];
   EXPECT_LT(rel_l2(y1, y0), 1e-6);
+}
+
+// torch's GroupNorm export (Reshape, InstanceNormalization, Reshape, Mul, Add) in the
+// SegResNet-like fixture becomes GroupNormalization nodes; plain InstanceNorms stay.
+TEST(FuseGroupNorm, FixtureGroupNormsBecomeOneNode) {
+  for (const char* file :
+       {"unet3d_gn_op11.onnx", "unet3d_gn_op17.onnx", "unet3d_gn_op17_fp16.onnx"}) {
+    std::string bytes = read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/" + file);
+    ASSERT_FALSE(bytes.empty()) << file;
+    ir::Graph before = import(bytes);
+    run_passes(before, "fuse-conv-epilogue");  // the passes before this one
+    ir::Graph after = before;
+    fuse_group_norm(after);
+    EXPECT_EQ(count_ops(before, "InstanceNormalization"), 10) << file;
+    EXPECT_EQ(count_ops(after, "InstanceNormalization"), 0) << file;
+    EXPECT_EQ(count_ops(after, "GroupNormalization"), 10) << file;
+    EXPECT_EQ(count_ops(after, "Reshape"), 0) << file;
+    EXPECT_EQ(count_ops(before, "Mul") - count_ops(after, "Mul"), 10) << file;
+    Tensor x = random_input({2, 1, 8, 8, 16}, 7);
+    // In fp16 the unfused graph rounds after the normalization, the Mul and the Add, the fused
+    // one once.
+    const bool fp16 = std::string(file).find("fp16") != std::string::npos;
+    if (fp16) {
+      Tensor h = Tensor::empty(DType::f16, x.shape());
+      for (int64_t i = 0; i < x.numel(); ++i) ref::store(h, i, ref::load(x, i));
+      x = h;
+    }
+    Tensor y0 = run_graph(before, {x}, false)[0];
+    for (bool lower : {false, true})
+      EXPECT_LT(rel_l2(run_graph(after, {x}, lower)[0], y0), fp16 ? 2e-3 : 1e-5)
+          << file << (lower ? " lowered" : " reference");
+  }
+  std::string bytes = read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/nnunet3d_op17.onnx");
+  ir::Graph g = import(bytes);
+  run_passes(g, "fuse-conv-epilogue");
+  const int instance_norms = count_ops(g, "InstanceNormalization");
+  fuse_group_norm(g);
+  EXPECT_EQ(count_ops(g, "InstanceNormalization"), instance_norms);
+  EXPECT_EQ(count_ops(g, "GroupNormalization"), 0);
+}
+
+// torch's AvgPool export pads by zero first; such a Pad is a copy and goes, others stay.
+TEST(RemoveIdentity, PadByZeroGoes) {
+  for (int opset : {7, 17})
+    for (bool zero : {true, false}) {
+      ModelBuilder b(opset);
+      b.input("x", onnx::TensorProto::FLOAT, {1, 2, 4, 4});
+      std::vector<int64_t> pads = {0, 0, 0, 0, 0, 0, zero ? 0 : 1, 0};
+      if (opset >= 11) {
+        b.initializer_i64("pads", {8}, pads);
+        b.node("Pad", {"x", "pads"}, {"p"});
+      } else {
+        ModelBuilder::attr_ints(b.node("Pad", {"x"}, {"p"}), "pads", pads);
+      }
+      auto& pool = b.node("AveragePool", {"p"}, {"y"});
+      ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+      b.output("y", onnx::TensorProto::FLOAT);
+      ir::Graph g = import(b.bytes());
+      run_passes(g, "remove-identity");
+      EXPECT_EQ(count_ops(g, "Pad"), zero ? 0 : 1) << "opset " << opset;
+      Tensor x = random_input({1, 2, 4, 4}, 8);
+      EXPECT_EQ(run_graph(g, {x}, true)[0].shape(), (Shape{1, 2, zero ? 3 : 4, 3}));  // stride 1
+    }
 }
 
 }  // namespace
