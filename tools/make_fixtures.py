@@ -10,7 +10,7 @@ segmentation task (see synthetic_case), so that, like a real network, it
 decides most voxels by a wide margin and fp16 rounding flips almost none.
 Writes tests/fixtures/<model>_op<opset>[_fp16|_fp16io32].onnx, the inputs and
 float64 reference outputs in tests/fixtures/<model>/, and
-tests/fixtures/manifest.json. Takes about 50 s. Everything is seeded and runs
+tests/fixtures/manifest.json. Takes about 65 s. Everything is seeded and runs
 on one thread, so a rerun with the same torch and onnx versions on the same
 kind of CPU rewrites identical files.
 """
