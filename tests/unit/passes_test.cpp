@@ -1,6 +1,7 @@
 // The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes,
-// fuse-group-norm, fuse-concat-into-conv): each rewritten graph against the graph as it was, on
-// small graphs and on the fixture UNets that carry the patterns.
+// fuse-group-norm, fuse-concat-into-conv, remove-identity's Pad): each rewritten graph against
+// the graph as it was, on small graphs and on the fixture UNets that carry the patterns. A pass
+// is tested on the graph the passes before it leave (run_passes stopping at its predecessor).
 #include "passes/passes.h"
 
 #include <gtest/gtest.h>
@@ -147,15 +148,20 @@ std::string read(const std::string& path) {
   return s.str();
 }
 
+// A fixture model (tests/fixtures/<file>) as the passes up to `stop_after` leave it: the graph a
+// pass after those sees. Throws if the file is missing.
+ir::Graph fixture_after(const std::string& file, const char* stop_after) {
+  std::string bytes = read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/" + file);
+  if (bytes.empty()) throw Error("missing fixture " + file);
+  ir::Graph g = import(bytes);
+  run_passes(g, stop_after);
+  return g;
+}
+
 // The fixture converted by onnxconverter_common with its default block list keeps both
 // decoder Resizes in fp32 islands.
 TEST(FuseCastIslands, FixtureUnetIslandsVanish) {
-  std::string path =
-      std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16io32.onnx";
-  std::string bytes = read(path);
-  ASSERT_FALSE(bytes.empty()) << path;
-  ir::Graph before = import(bytes);
-  run_passes(before, "cancel-cast-pairs");  // the passes before this one
+  ir::Graph before = fixture_after("unet3d_resize_op17_fp16io32.onnx", "cancel-cast-pairs");
   ir::Graph after = before;
   fuse_cast_islands(after);
   EXPECT_EQ(count_ops(before, "Cast") - count_ops(after, "Cast"), 4);
@@ -166,11 +172,7 @@ TEST(FuseCastIslands, FixtureUnetIslandsVanish) {
 
 // torch's opset-11 export of softmax over channels: Transpose, Softmax(last axis), Transpose.
 TEST(FoldSoftmaxTransposes, FixtureUnetOpset11) {
-  std::string path = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op11.onnx";
-  std::string bytes = read(path);
-  ASSERT_FALSE(bytes.empty()) << path;
-  ir::Graph before = import(bytes);
-  run_passes(before, "fuse-cast-islands");  // the passes before this one
+  ir::Graph before = fixture_after("unet3d_resize_op11.onnx", "fuse-cast-islands");
   ir::Graph after = before;
   fold_softmax_transposes(after);
   EXPECT_EQ(count_ops(before, "Transpose"), 2);
@@ -253,11 +255,7 @@ TEST(FuseConcatIntoConv, LeavesOtherConcatsAlone) {
 
 // Both decoder Concats of a fixture UNet go, at batch 3.
 TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
-  std::string path = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_bn_op17.onnx";
-  std::string bytes = read(path);
-  ASSERT_FALSE(bytes.empty()) << path;
-  ir::Graph before = import(bytes);
-  run_passes(before, "fuse-norm-activation");
+  ir::Graph before = fixture_after("unet3d_bn_op17.onnx", "fuse-norm-activation");
   ir::Graph after = before;
   fuse_concat_into_conv(after);
   EXPECT_EQ(count_ops(before, "Concat"), 2);
@@ -272,10 +270,7 @@ TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
 TEST(FuseGroupNorm, FixtureGroupNormsBecomeOneNode) {
   for (const char* file :
        {"unet3d_gn_op11.onnx", "unet3d_gn_op17.onnx", "unet3d_gn_op17_fp16.onnx"}) {
-    std::string bytes = read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/" + file);
-    ASSERT_FALSE(bytes.empty()) << file;
-    ir::Graph before = import(bytes);
-    run_passes(before, "fuse-conv-epilogue");  // the passes before this one
+    ir::Graph before = fixture_after(file, "fuse-conv-epilogue");
     ir::Graph after = before;
     fuse_group_norm(after);
     EXPECT_EQ(count_ops(before, "InstanceNormalization"), 10) << file;
@@ -297,9 +292,7 @@ TEST(FuseGroupNorm, FixtureGroupNormsBecomeOneNode) {
       EXPECT_LT(rel_l2(run_graph(after, {x}, lower)[0], y0), fp16 ? 2e-3 : 1e-5)
           << file << (lower ? " lowered" : " reference");
   }
-  std::string bytes = read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/nnunet3d_op17.onnx");
-  ir::Graph g = import(bytes);
-  run_passes(g, "fuse-conv-epilogue");
+  ir::Graph g = fixture_after("nnunet3d_op17.onnx", "fuse-conv-epilogue");
   const int instance_norms = count_ops(g, "InstanceNormalization");
   fuse_group_norm(g);
   EXPECT_EQ(count_ops(g, "InstanceNormalization"), instance_norms);
