@@ -67,6 +67,16 @@ double rel_l2(const Tensor& a, const Tensor& b) {
   return std::sqrt(num / den);
 }
 
+// The rewritten graph against the graph as it was: `before` on the reference ops, `after` on the
+// reference ops and on the CPU lowerings, each within `tol` (relative L2).
+void expect_same_outputs(const ir::Graph& before, const ir::Graph& after,
+                         const std::vector<Tensor>& inputs, double tol, const std::string& what) {
+  Tensor y0 = run_graph(before, inputs, false)[0];
+  for (bool lower : {false, true})
+    EXPECT_LT(rel_l2(run_graph(after, inputs, lower)[0], y0), tol)
+        << what << (lower ? " lowered" : " reference");
+}
+
 Tensor random_input(const Shape& s, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-2, 2);
@@ -116,12 +126,8 @@ TEST(FuseCastIslands, ResizeMinMaxRunInFp16) {
     fuse_cast_islands(after);
     EXPECT_EQ(count_ops(before, "Cast"), 4);
     EXPECT_EQ(count_ops(after, "Cast"), 2) << op;
-    Tensor x = random_input({1, 3, 6, 7, 9}, 1);
-    for (bool lower : {false, true}) {
-      Tensor y0 = run_graph(before, {x}, false)[0], y1 = run_graph(after, {x}, lower)[0];
-      // Computing on the fp16 values in fp32 and rounding once is what the island does.
-      EXPECT_LT(rel_l2(y1, y0), 1e-3) << op << (lower ? " lowered" : " reference");
-    }
+    // Computing on the fp16 values in fp32 and rounding once is what the island does.
+    expect_same_outputs(before, after, {random_input({1, 3, 6, 7, 9}, 1)}, 1e-3, op);
   }
 }
 
@@ -177,9 +183,7 @@ TEST(FoldSoftmaxTransposes, FixtureUnetOpset11) {
   fold_softmax_transposes(after);
   EXPECT_EQ(count_ops(before, "Transpose"), 2);
   EXPECT_EQ(count_ops(after, "Transpose"), 0);
-  Tensor x = random_input({1, 1, 16, 16, 16}, 3);
-  Tensor y0 = run_graph(before, {x}, false)[0];
-  for (bool lower : {false, true}) EXPECT_LT(rel_l2(run_graph(after, {x}, lower)[0], y0), 1e-6);
+  expect_same_outputs(before, after, {random_input({1, 1, 16, 16, 16}, 3)}, 1e-6, "");
 }
 
 TEST(FoldSoftmaxTransposes, KeepsNonInversePairs) {
@@ -236,11 +240,9 @@ TEST(FuseConcatIntoConv, ConvReadsTheParts) {
       }
     }
     // Batch 2: where the arena cannot make a Concat's inputs slices of it.
-    std::vector<Tensor> x = {random_input({2, 3, 6, 7}, 4), random_input({2, 2, 6, 7}, 5)};
-    Tensor y0 = run_graph(before, x, false)[0];
-    for (bool lower : {false, true})
-      EXPECT_LT(rel_l2(run_graph(after, x, lower)[0], y0), 1e-6)
-          << (lower ? "lowered" : "reference");
+    expect_same_outputs(before, after,
+                        {random_input({2, 3, 6, 7}, 4), random_input({2, 2, 6, 7}, 5)}, 1e-6,
+                        "axis " + std::to_string(axis));
   }
 }
 
@@ -260,9 +262,7 @@ TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
   fuse_concat_into_conv(after);
   EXPECT_EQ(count_ops(before, "Concat"), 2);
   EXPECT_EQ(count_ops(after, "Concat"), 0);
-  Tensor x = random_input({3, 1, 16, 16, 16}, 6);
-  Tensor y0 = run_graph(before, {x}, true)[0], y1 = run_graph(after, {x}, true)[0];
-  EXPECT_LT(rel_l2(y1, y0), 1e-6);
+  expect_same_outputs(before, after, {random_input({3, 1, 16, 16, 16}, 6)}, 1e-6, "");
 }
 
 // torch's GroupNorm export (Reshape, InstanceNormalization, Reshape, Mul, Add) in the
@@ -287,10 +287,7 @@ TEST(FuseGroupNorm, FixtureGroupNormsBecomeOneNode) {
       for (int64_t i = 0; i < x.numel(); ++i) ref::store(h, i, ref::load(x, i));
       x = h;
     }
-    Tensor y0 = run_graph(before, {x}, false)[0];
-    for (bool lower : {false, true})
-      EXPECT_LT(rel_l2(run_graph(after, {x}, lower)[0], y0), fp16 ? 2e-3 : 1e-5)
-          << file << (lower ? " lowered" : " reference");
+    expect_same_outputs(before, after, {x}, fp16 ? 2e-3 : 1e-5, file);
   }
   ir::Graph g = fixture_after("nnunet3d_op17.onnx", "fuse-conv-epilogue");
   const int instance_norms = count_ops(g, "InstanceNormalization");
