@@ -211,7 +211,8 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   const bool conv = c.op != "ConvTranspose";
   const GemmKernel* row =
       find_gemm_kernel(path.isa, t, conv ? c.w[0] / group : 0, path.fpmath == FpMath::bf16);
-  ASSERT_EQ(fast->kernel_name(), row->name) << c.str() << ": the lowering declined";
+  // The row's name, then any sibling tiles the direct path may take ("...__avx512+6x48").
+  ASSERT_EQ(fast->kernel_name().rfind(row->name, 0), 0u) << c.str() << ": the lowering declined";
   // NaN everywhere: every element must be written.
   std::vector<Tensor> got = {Tensor::empty(t, b.y)};
   std::memset(got[0].raw(), 0xff, got[0].nbytes());

@@ -74,7 +74,7 @@ class GemmConvOp : public CpuOp {
     parts.insert(parts.end(), in.begin() + 4, in.end());
     conv_->run(ctx.pool, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
   }
-  std::string kernel_name() const override { return conv_->kernel().name; }
+  std::string kernel_name() const override { return conv_->kernel_names(); }
 
  private:
   ref::WindowAttrs attrs_;

@@ -187,7 +187,13 @@ PanelBuffer::PanelBuffer(size_t bytes)
 
 ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
                    ConvEpilogue epilogue)
-    : g_(g), m_(w.dim(0)), group_(group), cg_(w.dim(1)), kvol_(1), epilogue_(epilogue) {
+    : g_(g),
+      rows_(gemm_siblings(g)),
+      m_(w.dim(0)),
+      group_(group),
+      cg_(w.dim(1)),
+      kvol_(1),
+      epilogue_(epilogue) {
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
   for (int d = 0; d < 3; ++d) {
     const int64_t axis = d + w.rank() - 3;
@@ -215,6 +221,13 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
     pack_a(g_, ordered.data() + grp * mg * steps, steps, 1, mg, steps,
            a_.data() + grp * a_group_bytes_);
   if (bias) bias_ = to_f32(*bias);
+}
+
+std::string ConvGemm::kernel_names() const {
+  std::string name = g_.name;
+  for (const GemmKernel* r : rows_)
+    if (r != &g_) name += "+" + std::to_string(r->mr) + "x" + std::to_string(r->nr);
+  return name;
 }
 
 GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual) const {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/kernels/gemm/gemm.h"
@@ -83,6 +84,9 @@ class ConvGemm {
   void run(ThreadPool* pool, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
            Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
+  /// The row's name, and its siblings' tiles where the direct path may take one by output width:
+  /// "f32_gemm_6x64__avx512+6x48".
+  std::string kernel_names() const;
 
  private:
   // B rows read in place from a zero-padded copy of the input (conv_direct.cpp); returns false,
@@ -111,6 +115,7 @@ class ConvGemm {
   }
 
   const GemmKernel& g_;
+  std::vector<const GemmKernel*> rows_;  // g_ and its siblings: the direct path picks by width
   int64_t m_, group_, cg_, kvol_;
   int64_t kernel_[3];       // depth, height, width; 1 for the axes a 1D or 2D kernel lacks
   bool tap_pairs_ = false;  // elements pair width taps rather than channels (see elements())

@@ -110,6 +110,10 @@ std::vector<int64_t> panel_offsets(const GemmKernel& g, int64_t k);
 /// The plain reference for any row: the same tile from the same panels (k counts panel elements,
 /// as for the ukernel), summed in double (or, for rows with k_carry, emulating fp16 fused
 /// multiply-adds with the row's carry into fp32).
+/// g and the rows that differ from it only in NR (same ISA, panels, MR and packing): A panels
+/// packed for g serve them all.
+std::vector<const GemmKernel*> gemm_siblings(const GemmKernel& g);
+
 void gemm_reference(const GemmKernel& g, size_t mr, size_t nc, size_t k, const void* a,
                     const void* b, const int64_t* b_offsets, void* c, size_t ldc,
                     const GemmParams& p);

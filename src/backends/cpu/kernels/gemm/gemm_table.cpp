@@ -13,7 +13,10 @@ namespace {
 
 // Within each storage dtype, best ISA first; within an ISA, the preferred tile first, then tiles
 // whose row counts fit other output channel counts (3, 6, 12...). The bf16 dot-product rows
-// (FpMath::bf16) rank by their ISA like the others but are skipped unless asked for.
+// (FpMath::bf16) rank by their ISA like the others but are skipped unless asked for. A 6x48 row
+// follows each 6x64 one: the same A panels, for output rows that 48 lanes fit better (96, 48:
+// whole strips written in place); find_gemm_kernel never picks it first, the direct conv
+// chooses between the siblings per input shape (gemm_siblings).
 constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f32_bf16dot_gemm_8x48__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 8, 48, 0, 2, f32_bf16dot_gemm_8x48_avx512bf16,
@@ -21,10 +24,15 @@ constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f32_bf16dot_gemm_6x64__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 64, 0, 2, f32_bf16dot_gemm_6x64_avx512bf16,
      f32_to_bf16_member_avx512bf16},
+    {Isa::avx512bf16, "f32_bf16dot_gemm_6x48__avx512bf16", DType::f32, PanelType::bf16_pair,
+     PanelType::bf16_pair, 6, 48, 0, 2, f32_bf16dot_gemm_6x48_avx512bf16,
+     f32_to_bf16_member_avx512bf16},
     {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0, 1,
      f32_gemm_8x48_avx512, copy_f32_panel},
     {Isa::avx512, "f32_gemm_6x64__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 64, 0, 1,
      f32_gemm_6x64_avx512, copy_f32_panel},
+    {Isa::avx512, "f32_gemm_6x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 48, 0, 1,
+     f32_gemm_6x48_avx512, copy_f32_panel},
     {Isa::avx2, "f32_gemm_4x24__avx2", DType::f32, PanelType::f32, PanelType::f32, 4, 24, 0, 1,
      f32_gemm_4x24_avx2, copy_f32_panel},
     {Isa::avx2, "f32_gemm_6x16__avx2", DType::f32, PanelType::f32, PanelType::f32, 6, 16, 0, 1,
@@ -41,10 +49,15 @@ constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f16_bf16dot_gemm_6x64__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 64, 0, 2, f16_bf16dot_gemm_6x64_avx512bf16,
      f16_to_bf16_member_avx512bf16},
+    {Isa::avx512bf16, "f16_bf16dot_gemm_6x48__avx512bf16", DType::f16, PanelType::bf16_pair,
+     PanelType::bf16_pair, 6, 48, 0, 2, f16_bf16dot_gemm_6x48_avx512bf16,
+     f16_to_bf16_member_avx512bf16},
     {Isa::avx512, "f16_f32acc_gemm_8x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 48,
      0, 1, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512},
     {Isa::avx512, "f16_f32acc_gemm_6x64__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 64,
      0, 1, f16_f32acc_gemm_6x64_avx512, f16_to_f32_panel_avx512},
+    {Isa::avx512, "f16_f32acc_gemm_6x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 48,
+     0, 1, f16_f32acc_gemm_6x48_avx512, f16_to_f32_panel_avx512},
     {Isa::avx2, "f16_f32acc_gemm_4x24__avx2", DType::f16, PanelType::f32, PanelType::f32, 4, 24, 0,
      1, f16_f32acc_gemm_4x24_avx2, f16_to_f32_panel_avx2},
     {Isa::avx2, "f16_f32acc_gemm_6x16__avx2", DType::f16, PanelType::f32, PanelType::f32, 6, 16, 0,
@@ -102,6 +115,16 @@ const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m, bool allow
     }
   }
   return best;
+}
+
+std::vector<const GemmKernel*> gemm_siblings(const GemmKernel& g) {
+  std::vector<const GemmKernel*> out = {&g};
+  for (const GemmKernel& s : kKernels)
+    if (&s != &g && s.isa == g.isa && s.storage == g.storage && s.a_panel == g.a_panel &&
+        s.b_panel == g.b_panel && s.mr == g.mr && s.k_pack == g.k_pack && s.k_carry == g.k_carry &&
+        s.to_panel == g.to_panel)
+      out.push_back(&s);
+  return out;
 }
 
 const GemmKernel* find_gemm_kernel(const char* name) {
