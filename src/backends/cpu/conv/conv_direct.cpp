@@ -17,7 +17,11 @@ namespace voxrt::cpu {
 
 namespace {
 
-// Padded input planes of all channels of a slab should stay within this many bytes.
+// Padded input planes of all channels of a slab should stay within this many bytes with fp32
+// panels, and in proportion with narrower ones (2 bytes a channel with bf16 pairs: 4 MiB), so
+// that a slab holds as many planes whatever the precision and reduced precision halves the
+// scratch with the activations (fp16 model with bf16 products, unet3d_resize: peak RSS 70.5 ->
+// 67.6 MiB, 0.54 of fp32; convolution rates unchanged within the noise).
 constexpr int64_t kSlabBudget = 8 << 20;
 // Where input planes serve one output plane each (a kernel one deep: 2D convolutions), each
 // thread copies and computes bands of output rows whose padded input stays within this many
@@ -337,10 +341,11 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInp
 
   // A slab: `slab_out` output planes and the input planes they read.
   const int64_t plane_bytes = packs * plane * static_cast<int64_t>(bb);
+  const int64_t slab_budget = kSlabBudget * static_cast<int64_t>(member) / 4;
   const int64_t slab_out =
       per_thread
           ? 1
-          : std::clamp<int64_t>((kSlabBudget / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1,
+          : std::clamp<int64_t>((slab_budget / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1,
                                 1, win.out[0]);
   const int64_t slab_planes = (slab_out - 1) * sz + reach, chan = slab_planes * plane;
 
