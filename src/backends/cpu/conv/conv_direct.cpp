@@ -251,20 +251,26 @@ void zero_padding(const ConvWindow& win, const PhaseLayout& ph, uint8_t* dst, in
 bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
                           const Tensor* residual, Tensor& y) const {
   const int64_t n_batch = x.batch();
+  // Padded extents: every tap of every output position lands inside.
+  int64_t ext[3];
+  for (int d = 0; d < 3; ++d)
+    ext[d] = std::max(win.in[d] + win.pad[d],
+                      (win.out[d] - 1) * win.stride[d] + (win.kernel[d] - 1) * win.dilation[d] + 1);
+  // Phase plane (ry, rx) holds padded rows ry, ry + sy, ... and columns rx, rx + sx, ...
+  const int64_t sy = win.stride[1], sx = win.stride[2];
+  // Tap pairs read the pair's second tap one dilation to the right in the same row: unit width
+  // strides only (the packed path takes the others).
+  if (sx > kMaxPhases || sy > kMaxPhases || (tap_pairs_ && sx != 1)) return false;
+  const int64_t xlen = ceil_div(ext[2], sx);
+
   // The sibling row (same A panels, another NR) whose strips fit these output rows best.
   const GemmKernel* pick = &g_;
-  {
-    const int64_t pitch =
-        ceil_div(std::max(win.in[2] + win.pad[2], (win.out[2] - 1) * win.stride[2] +
-                                                      (win.kernel[2] - 1) * win.dilation[2] + 1),
-                 win.stride[2]);
-    double best = -1;
-    for (const GemmKernel* r : rows_) {
-      const double score = strip_shares(win, pitch, r->nr).score();
-      if (score > best + 1e-9) {
-        best = score;
-        pick = r;
-      }
+  double best = -1;
+  for (const GemmKernel* r : rows_) {
+    const double score = strip_shares(win, xlen, r->nr).score();
+    if (score > best + 1e-9) {
+      best = score;
+      pick = r;
     }
   }
   const GemmKernel& g = *pick;
@@ -277,18 +283,6 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInp
                bb = panel_type_bytes(g.b_panel), member = bb / static_cast<size_t>(kp);
   const int64_t s_out = win.out_size(), out_plane = win.out[1] * win.out[2];
   const int64_t threads = pool ? pool->size() : 1;
-
-  // Padded extents: every tap of every output position lands inside.
-  int64_t ext[3];
-  for (int d = 0; d < 3; ++d)
-    ext[d] = std::max(win.in[d] + win.pad[d],
-                      (win.out[d] - 1) * win.stride[d] + (win.kernel[d] - 1) * win.dilation[d] + 1);
-  // Phase plane (ry, rx) holds padded rows ry, ry + sy, ... and columns rx, rx + sx, ...
-  const int64_t sy = win.stride[1], sx = win.stride[2];
-  // Tap pairs read the pair's second tap one dilation to the right in the same row: unit width
-  // strides only (the packed path takes the others).
-  if (sx > kMaxPhases || sy > kMaxPhases || (tap_pairs_ && sx != 1)) return false;
-  const int64_t xlen = ceil_div(ext[2], sx);
   const int64_t sz = win.stride[0], reach = (win.kernel[0] - 1) * win.dilation[0] + 1;
 
   // A band: `rows` output rows of a plane and the padded rows they read, band_ylen(rows) per
