@@ -231,6 +231,75 @@ class UNet3dGn(SegNet):
         return self.head(d1)
 
 
+def monai_conv(cin, cout, stride=1, transposed=False, conv_only=False):
+    """MONAI's Convolution with its default NDA order: conv, BatchNorm, (dropout 0), PReLU."""
+    if transposed:
+        conv = nn.ConvTranspose3d(cin, cout, 3, stride=stride, padding=1, output_padding=stride - 1)
+    else:
+        conv = nn.Conv3d(cin, cout, 3, stride=stride, padding=1)
+    if conv_only:
+        return conv
+    return nn.Sequential(conv, nn.BatchNorm3d(cout), nn.PReLU())
+
+
+class MonaiResidualUnit(nn.Module):
+    """MONAI's ResidualUnit: `subunits` convolutions (the first strided) plus a residual path, a
+    3x3x3 strided conv when the unit downsamples, 1x1x1 when only the channels change."""
+
+    def __init__(self, cin, cout, stride, subunits, last_conv_only=False):
+        super().__init__()
+        units, channels = [], cin
+        for su in range(subunits):
+            units.append(monai_conv(channels, cout, stride if su == 0 else 1,
+                                    conv_only=last_conv_only and su == subunits - 1))
+            channels = cout
+        self.conv = nn.Sequential(*units)
+        if stride != 1:
+            self.residual = nn.Conv3d(cin, cout, 3, stride=stride, padding=1)
+        elif cin != cout:
+            self.residual = nn.Conv3d(cin, cout, 1)
+        else:
+            self.residual = nn.Identity()
+
+    def forward(self, x):
+        return self.conv(x) + self.residual(x)
+
+
+class MonaiSkip(nn.Module):
+    def __init__(self, sub):
+        super().__init__()
+        self.sub = sub
+
+    def forward(self, x):
+        return torch.cat([x, self.sub(x)], dim=1)
+
+
+class MonaiUNet(SegNet):
+    """MONAI's UNet as the spleen bundle configures it (residual units of two convs, strided convs
+    down, 3x3x3 stride-2 transposed convs up, BatchNorm, PReLU), channels 8..64, three strides."""
+
+    def __init__(self, channels=(8, 16, 32, 64), strides=(2, 2, 2), res_units=2):
+        super().__init__()
+
+        def block(cin, cout, chans, strs, is_top):
+            c, s = chans[0], strs[0]
+            if len(chans) > 2:
+                sub, up_in = block(c, c, chans[1:], strs[1:], False), 2 * c
+            else:
+                sub, up_in = MonaiResidualUnit(c, chans[1], 1, res_units), c + chans[1]
+            down = MonaiResidualUnit(cin, c, s, res_units)
+            up = nn.Sequential(
+                monai_conv(up_in, cout, s, transposed=True),
+                MonaiResidualUnit(cout, cout, 1, 1, last_conv_only=is_top),
+            )
+            return nn.Sequential(down, MonaiSkip(sub), up)
+
+        self.model = block(1, NUM_CLASSES, channels, strides, True)
+
+    def forward(self, x):
+        return self.model(x)
+
+
 MODELS = [
     {
         "name": "unet3d_bn",
@@ -288,6 +357,18 @@ MODELS = [
         "InstanceNormalization, Reshape, Mul, Add) with ReLU or LeakyReLU, residual blocks (conv + "
         "identity Add), AvgPool3d(2) and a stride-2 conv down, ConvTranspose3d(k2,s2) added to its "
         "skip, 1x1x1 conv and trilinear Upsample concatenated with the other skip, 3 classes.",
+        "preserve_bn": False,
+    },
+    {
+        "name": "unet3d_monai",
+        "build": MonaiUNet,
+        "spatial": (16, 24, 32),
+        "train_patch": (16, 16, 16),
+        "train_steps": 300,
+        "description": "MONAI UNet (spleen bundle style): residual units (two conv + BatchNorm + PReLU, "
+        "a strided 3x3x3 or 1x1x1 conv on the residual path), stride-2 conv down, ConvTranspose3d(k3, s2, "
+        "p1, output_padding 1) + BatchNorm + PReLU up, skip Concat, channels 8-64 over four levels, "
+        "3 classes; BatchNorm folded by the exporter, PReLU with one learned slope each.",
         "preserve_bn": False,
     },
 ]

@@ -12,6 +12,7 @@ const std::vector<Pass>& portable_passes() {
       {"fuse-cast-islands", fuse_cast_islands},
       {"fold-softmax-transposes", fold_softmax_transposes},
       {"fold-batchnorm", fold_batchnorm_into_conv},
+      {"prelu-as-leaky-relu", prelu_as_leaky_relu},
       {"fuse-conv-epilogue", fuse_conv_epilogue},
       {"fuse-group-norm", fuse_group_norm},
       {"fuse-norm-activation", fuse_norm_activation},

@@ -23,6 +23,7 @@ void run_passes(ir::Graph& g, const std::string& stop_after);
 void fold_constants(ir::Graph& g);
 void remove_identity(ir::Graph& g);
 void fold_batchnorm_into_conv(ir::Graph& g);
+void prelu_as_leaky_relu(ir::Graph& g);
 void cancel_cast_pairs(ir::Graph& g);
 void fuse_cast_islands(ir::Graph& g);
 void fold_softmax_transposes(ir::Graph& g);

@@ -1,5 +1,6 @@
-// The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes,
-// fuse-group-norm, fuse-concat-into-conv, remove-identity's Pad): each rewritten graph against
+// The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes, fold-batchnorm
+// into ConvTranspose, prelu-as-leaky-relu, fuse-group-norm, fuse-concat-into-conv,
+// remove-identity's Pad): each rewritten graph against
 // the graph as it was, on small graphs and on the fixture UNets that carry the patterns. A pass
 // is tested on the graph the passes before it leave (run_passes stopping at its predecessor).
 #include "passes/passes.h"
@@ -294,6 +295,101 @@ TEST(FuseGroupNorm, FixtureGroupNormsBecomeOneNode) {
   fuse_group_norm(g);
   EXPECT_EQ(count_ops(g, "InstanceNormalization"), instance_norms);
   EXPECT_EQ(count_ops(g, "GroupNormalization"), 0);
+}
+
+std::vector<float> pattern(size_t n, unsigned salt) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 37 + salt) % 11) / 11.0f - 0.45f;
+  return v;
+}
+
+// x -> ConvTranspose (3x3, stride 2, MONAI's padding 1 and output_padding 1, `group`) ->
+// BatchNormalization -> y.
+ir::Graph convtranspose_bn_graph(int64_t group) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 4, 5, 6});
+  b.initializer("w", {4, 3, 3, 3}, pattern(4 * 3 * 9, 1));  // [C, M / group, k, k]
+  const int64_t m = 3 * group;
+  b.initializer("bias", {m}, pattern(static_cast<size_t>(m), 2));
+  auto& ct = b.node("ConvTranspose", {"x", "w", "bias"}, {"c"});
+  ModelBuilder::attr_ints(ct, "strides", {2, 2});
+  ModelBuilder::attr_ints(ct, "pads", {1, 1, 1, 1});
+  ModelBuilder::attr_ints(ct, "output_padding", {1, 1});
+  ModelBuilder::attr_int(ct, "group", group);
+  std::vector<float> gamma = pattern(static_cast<size_t>(m), 3), var = pattern(static_cast<size_t>(m), 4);
+  for (float& v : var) v = v * v + 0.1f;
+  b.initializer("gamma", {m}, gamma);
+  b.initializer("beta", {m}, pattern(static_cast<size_t>(m), 5));
+  b.initializer("mean", {m}, pattern(static_cast<size_t>(m), 6));
+  b.initializer("var", {m}, var);
+  b.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  return import(b.bytes());
+}
+
+// torch folds BatchNorm into a Conv but leaves it after a ConvTranspose (MONAI's up path).
+TEST(FoldBatchnorm, IntoConvTranspose) {
+  for (int64_t group : {1, 2}) {
+    ir::Graph before = convtranspose_bn_graph(group);
+    ir::Graph after = before;
+    fold_batchnorm_into_conv(after);
+    EXPECT_EQ(count_ops(before, "BatchNormalization"), 1);
+    EXPECT_EQ(count_ops(after, "BatchNormalization"), 0) << "group " << group;
+    expect_same_outputs(before, after, {random_input({2, 4, 5, 6}, 9)}, 1e-6,
+                        "group " + std::to_string(group));
+  }
+}
+
+// x -> Conv -> PRelu(slope) -> y, the slope of shape `slope_dims`.
+ir::Graph conv_prelu_graph(const std::vector<int64_t>& slope_dims, const std::vector<float>& slope) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 3, 6, 7});
+  b.initializer("w", {4, 3, 3, 3}, pattern(4 * 3 * 9, 7));
+  auto& conv = b.node("Conv", {"x", "w"}, {"c"});
+  ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  b.initializer("slope", slope_dims, slope);
+  b.node("PRelu", {"c", "slope"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  run_passes(g, "fold-batchnorm");  // the passes before this one
+  return g;
+}
+
+// One slope (any value, above 1 or negative too) is LeakyRelu and fuses into the conv; a slope
+// per channel stays PRelu and runs on the CPU lowering.
+TEST(PreluAsLeakyRelu, OneSlopeBecomesLeakyRelu) {
+  for (float slope : {0.25f, -0.5f, 1.75f}) {
+    ir::Graph before = conv_prelu_graph({1, 1, 1}, {slope});
+    ir::Graph after = before;
+    prelu_as_leaky_relu(after);
+    EXPECT_EQ(count_ops(after, "PRelu"), 0);
+    ASSERT_EQ(count_ops(after, "LeakyRelu"), 1);
+    expect_same_outputs(before, after, {random_input({2, 3, 6, 7}, 10)}, 1e-6,
+                        "slope " + std::to_string(slope));
+    fuse_conv_epilogue(after);
+    EXPECT_EQ(count_ops(after, "FusedConv"), 1);
+    expect_same_outputs(before, after, {random_input({2, 3, 6, 7}, 11)}, 1e-6,
+                        "fused, slope " + std::to_string(slope));
+  }
+  ir::Graph per_channel = conv_prelu_graph({4, 1, 1}, {0.25f, -0.5f, 1.75f, 0.0f});
+  ir::Graph kept = per_channel;
+  run_passes(kept, "");
+  EXPECT_EQ(count_ops(kept, "PRelu"), 1);
+  expect_same_outputs(per_channel, kept, {random_input({2, 3, 6, 7}, 12)}, 1e-6, "per channel");
+}
+
+// MONAI's UNet: every PRelu (one slope each) fuses into the conv before it or stays a
+// LeakyRelu after a ConvTranspose, whose BatchNorms fold.
+TEST(PreluAsLeakyRelu, FixtureMonaiUnet) {
+  ir::Graph before = fixture_after("unet3d_monai_op17.onnx", "fold-constants");
+  ir::Graph after = before;
+  run_passes(after, "");
+  EXPECT_EQ(count_ops(before, "PRelu"), 13);
+  EXPECT_EQ(count_ops(before, "BatchNormalization"), 3);
+  EXPECT_EQ(count_ops(after, "PRelu"), 0);
+  EXPECT_EQ(count_ops(after, "BatchNormalization"), 0);
+  EXPECT_EQ(count_ops(after, "LeakyRelu"), 3);  // after the three ConvTransposes
+  expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 8}, 13)}, 1e-5, "");
 }
 
 // torch's AvgPool export pads by zero first; such a Pad is a copy and goes, others stay.

@@ -1,4 +1,5 @@
-// Elementwise ops on f32 and f16: activations, Add/Sub/Mul/Div/Min/Max where one side is the
+// Elementwise ops on f32 and f16: activations, PRelu with a slope per channel or one slope,
+// Add/Sub/Mul/Div/Min/Max where one side is the
 // same shape, a scalar, one value per channel or a repeated trailing block (other broadcasts
 // and legacy opset < 7 broadcasting run the reference), Cast between f32 and f16, and the ops
 // that copy their input (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
@@ -166,6 +167,43 @@ class BinaryCpuOp : public CpuOp {
   BinOp op_;
 };
 
+// PRelu with a slope per channel (or any slope that is one value per run of the output); a
+// single constant slope became LeakyRelu before lowering. Each run is LeakyRelu with its slope.
+class PReluCpuOp : public CpuOp {
+ public:
+  PReluCpuOp(std::unique_ptr<Op> ref, const EltwiseKernels* k) : CpuOp(std::move(ref)), k_(k) {}
+
+  void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
+           std::vector<Tensor>& out) const override {
+    const Tensor& x = *in[0];
+    const Tensor& slope = *in[1];
+    Tensor& y = out[0];
+    Broadcast bc = classify(slope.shape(), y.shape());
+    if (x.shape() != y.shape() || slope.dtype() != x.dtype()) return ref_->compute(in, out);
+    size_t es = dtype_size(y.dtype());
+    ActParams p;
+    p.act = Act::leaky_relu;
+    if (bc.kind == Broadcast::Kind::scalar) {
+      p.alpha = load_float(slope.raw(), slope.dtype(), 0);
+      parallel_for(ctx, y.numel(), kChunkElems, [&](int64_t b, int64_t e) {
+        k_->unary(bytes(x) + b * es, bytes(y) + b * es, e - b, p);
+      });
+      return;
+    }
+    if (bc.kind != Broadcast::Kind::per_row) return ref_->compute(in, out);
+    parallel_rows(ctx, bc.rows, bc.len, kChunkElems, [&](int64_t r, int64_t b, int64_t e) {
+      ActParams row = p;
+      row.alpha = load_float(slope.raw(), slope.dtype(), r % bc.period);
+      int64_t at = (r * bc.len + b) * static_cast<int64_t>(es);
+      k_->unary(bytes(x) + at, bytes(y) + at, e - b, row);
+    });
+  }
+  std::string kernel_name() const override { return kernel_label(k_->name, "prelu"); }
+
+ private:
+  const EltwiseKernels* k_;
+};
+
 class CastCpuOp : public CpuOp {
  public:
   CastCpuOp(std::unique_ptr<Op> ref, const CastKernels& k, bool to_f16)
@@ -241,6 +279,14 @@ Lowering binary(BinOp op) {
   };
 }
 
+std::unique_ptr<Op> lower_prelu(const LowerContext& ctx, std::unique_ptr<Op>& ref) {
+  // Before opset 7 PRelu broadcast a 1-D slope along channels (the reference's legacy rule).
+  if (!float_io(ctx) || ctx.node.num_inputs() != 2 || !ctx.node.has_input(1) || ctx.node.opset < 7)
+    return nullptr;
+  if (ctx.input_dtype(1) != ctx.input_dtype(0)) return nullptr;
+  return std::make_unique<PReluCpuOp>(std::move(ref), eltwise_kernels(ctx.input_dtype(0), ctx.isa));
+}
+
 std::unique_ptr<Op> lower_cast(const LowerContext& ctx, std::unique_ptr<Op>& ref) {
   if (!float_io(ctx)) return nullptr;
   DType from = ctx.input_dtype(0), to = ctx.output_dtype(0);
@@ -260,6 +306,7 @@ std::unique_ptr<Op> lower_copy(const LowerContext& ctx, std::unique_ptr<Op>& ref
 void register_eltwise_lowerings(CpuRegistry& r) {
   r.add("Relu", unary(Act::relu));
   r.add("LeakyRelu", unary(Act::leaky_relu));
+  r.add("PRelu", lower_prelu);
   r.add("Sigmoid", unary(Act::sigmoid));
   r.add("Tanh", unary(Act::tanh));
   r.add("Clip", unary(Act::clip));
