@@ -66,7 +66,8 @@ void fold_batchnorm_into_conv(ir::Graph& g) {
     }
     for (int64_t block = 0; block * per < w->numel(); ++block) {
       double s = scale[static_cast<size_t>(out_channel(block))];
-      for (int64_t i = block * per; i < (block + 1) * per; ++i) ref::store(nw, i, ref::load(*w, i) * s);
+      for (int64_t i = block * per; i < (block + 1) * per; ++i)
+        ref::store(nw, i, ref::load(*w, i) * s);
     }
     int wv = g.add_value(conv.name + "_bn_folded_W");
     int bv = g.add_value(conv.name + "_bn_folded_B");

@@ -316,7 +316,8 @@ ir::Graph convtranspose_bn_graph(int64_t group) {
   ModelBuilder::attr_ints(ct, "pads", {1, 1, 1, 1});
   ModelBuilder::attr_ints(ct, "output_padding", {1, 1});
   ModelBuilder::attr_int(ct, "group", group);
-  std::vector<float> gamma = pattern(static_cast<size_t>(m), 3), var = pattern(static_cast<size_t>(m), 4);
+  std::vector<float> gamma = pattern(static_cast<size_t>(m), 3),
+                     var = pattern(static_cast<size_t>(m), 4);
   for (float& v : var) v = v * v + 0.1f;
   b.initializer("gamma", {m}, gamma);
   b.initializer("beta", {m}, pattern(static_cast<size_t>(m), 5));
@@ -341,7 +342,8 @@ TEST(FoldBatchnorm, IntoConvTranspose) {
 }
 
 // x -> Conv -> PRelu(slope) -> y, the slope of shape `slope_dims`.
-ir::Graph conv_prelu_graph(const std::vector<int64_t>& slope_dims, const std::vector<float>& slope) {
+ir::Graph conv_prelu_graph(const std::vector<int64_t>& slope_dims,
+                           const std::vector<float>& slope) {
   ModelBuilder b(17);
   b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 3, 6, 7});
   b.initializer("w", {4, 3, 3, 3}, pattern(4 * 3 * 9, 7));

@@ -15,8 +15,12 @@
 namespace voxrt::cpu {
 namespace {
 
-char* bytes(Tensor& t) { return static_cast<char*>(t.raw()); }
-const char* bytes(const Tensor& t) { return static_cast<const char*>(t.raw()); }
+char* bytes(Tensor& t) {
+  return static_cast<char*>(t.raw());
+}
+const char* bytes(const Tensor& t) {
+  return static_cast<const char*>(t.raw());
+}
 
 class UnaryCpuOp : public CpuOp {
  public:

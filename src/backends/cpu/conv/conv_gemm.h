@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
 #include "backends/ref/ops/window.h"
 #include "runtime/thread_pool.h"
@@ -131,7 +132,9 @@ class ConvGemm {
 /// otherwise they are summed into an fp32 copy of the output first.
 class ConvTransposeGemm {
  public:
-  ConvTransposeGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group);
+  /// `isa` picks the kernels that add overlapping taps' fp32 sums and convert them to fp16.
+  ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias,
+                    int64_t group);
   /// `win`: in/out/kernel/stride/dilation and pad (output = input * stride + tap * dilation - pad).
   void run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
@@ -141,6 +144,8 @@ class ConvTransposeGemm {
   void run_overlapping(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
 
   const GemmKernel& g_;
+  const CastKernels& cast_;
+  const EltwiseKernels& f32_;
   int64_t c_, mg_, group_, kvol_;
   int64_t chunk_;  // output channels per packed chunk: a chunk's rows are (channel, tap) pairs
   PanelBuffer a_;  // per group and chunk: micro-panels of MR rows x (C / group) steps

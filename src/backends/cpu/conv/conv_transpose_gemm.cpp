@@ -5,7 +5,6 @@
 
 #include "backends/cpu/conv/conv_gemm.h"
 #include "backends/ref/tensor_math.h"
-#include "core/half.h"
 
 namespace voxrt::cpu {
 
@@ -13,9 +12,18 @@ namespace {
 
 constexpr int64_t kPanelBudget = 192 << 10;
 constexpr int64_t kMaxStripsPerTile = 16;
+// fp32 sums an overlapping work item keeps: a block of output planes that stays in L2.
+constexpr int64_t kAccBudget = 1 << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
+}
+// Rounding toward minus infinity and plus infinity, for any sign of a (b > 0).
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+int64_t ceil_div_signed(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
 }
 
 // Tile columns [q, q + len) are input positions (iz, iy, ix...) of one input row.
@@ -86,9 +94,15 @@ std::vector<float> to_f32(const Tensor& t) {
 
 }  // namespace
 
-ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias,
-                                     int64_t group)
-    : g_(g), c_(w.dim(0)), mg_(w.dim(1)), group_(group), kvol_(1) {
+ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor& w,
+                                     const Tensor* bias, int64_t group)
+    : g_(g),
+      cast_(cast_kernels(isa)),
+      f32_(*eltwise_kernels(DType::f32, isa)),
+      c_(w.dim(0)),
+      mg_(w.dim(1)),
+      group_(group),
+      kvol_(1) {
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
   // MR channels to a chunk keep its (channel, tap) rows a whole number of micro-panels.
   chunk_ = std::max<int64_t>(1, std::min<int64_t>(mg_, g_.mr));
@@ -210,8 +224,13 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
     work(0, items);
 }
 
-// Overlapping taps: each work item owns a chunk of output channels, sums its taps into an fp32
-// copy of those channels, and converts once at the end.
+// Overlapping taps: a work item owns a chunk of output channels over a block of output planes
+// (depth), sums into an fp32 copy of that block the taps of the input planes that reach it, and
+// converts once at the end. The width axis is kept in stride-many phases (output x = q * stride
+// + phase): the taps of one input run then add to consecutive elements of one phase, a loop the
+// compiler vectorizes, and the phases are interleaved when the block is stored. Input planes
+// next to a block boundary feed both blocks and are multiplied twice, a few percent of the
+// products, in exchange for blocks that fit the L2 cache and keep both threads busy.
 void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
                                         Tensor& y) const {
   const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
@@ -221,25 +240,37 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
                bb = panel_type_bytes(g_.b_panel);
   const int64_t ks = packed_steps(g_, cg);  // the gemm's steps: input channels (in pairs for bf16)
   const Tiling t = tiling(g_, ks, s_in);
-  const int64_t items = n_batch * group_ * chunks;
+  const int64_t sx = win.stride[2], wq = ceil_div(win.out[2], sx), acc_row = sx * wq;
+  const int64_t acc_plane = win.out[1] * acc_row, plane_in = win.in[1] * win.in[2];
+  const int64_t zb = std::clamp<int64_t>(kAccBudget / (chunk_ * acc_plane * 4), 1, win.out[0]);
+  const int64_t zblocks = ceil_div(win.out[0], zb);
+  const int64_t items = n_batch * group_ * chunks * zblocks;
   const std::vector<int64_t> offsets = panel_offsets(g_, cg);
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   auto work = [&](int64_t begin, int64_t end) {
     PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb);
     std::vector<float> tile(static_cast<size_t>(mr * t.tile_cols));
-    std::vector<float> acc;
+    std::vector<float> acc, row(static_cast<size_t>(win.out[2]));
     std::vector<InputRun> runs;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t ch = item % chunks, grp = (item / chunks) % group_, n = item / chunks / group_;
+      const int64_t zk = item % zblocks, rest = item / zblocks;
+      const int64_t ch = rest % chunks, grp = (rest / chunks) % group_, n = rest / chunks / group_;
       const int64_t m0 = grp * mg_ + ch * chunk_, count = std::min(chunk_, mg_ - ch * chunk_);
-      const int64_t rows = count * kvol_;
+      const int64_t oz0 = zk * zb, nz = std::min(zb, win.out[0] - oz0), rows = count * kvol_;
       const uint8_t* a = a_.data() + (grp * chunks + ch) * a_chunk_bytes_;
-      acc.assign(static_cast<size_t>(count * s_out), 0.0f);
+      acc.resize(static_cast<size_t>(count * nz * acc_plane));
       for (int64_t m = 0; m < count; ++m)
-        std::fill_n(acc.begin() + m * s_out, s_out, bias_[static_cast<size_t>(m0 + m)]);
-      for (int64_t tl = 0; tl < t.tiles; ++tl) {
-        const int64_t p0 = tl * t.tile_cols, cols = std::min(t.tile_cols, s_in - p0);
+        std::fill_n(acc.begin() + m * nz * acc_plane, nz * acc_plane,
+                    bias_[static_cast<size_t>(m0 + m)]);
+      // Input planes iz with iz * stride + tz * dilation - pad in [oz0, oz0 + nz) for some tz.
+      const int64_t iz_lo = std::max<int64_t>(
+          0,
+          ceil_div_signed(oz0 + win.pad[0] - (win.kernel[0] - 1) * win.dilation[0], win.stride[0]));
+      const int64_t iz_end =
+          std::min(win.in[0], floor_div(oz0 + nz - 1 + win.pad[0], win.stride[0]) + 1);
+      for (int64_t p0 = iz_lo * plane_in; p0 < iz_end * plane_in; p0 += t.tile_cols) {
+        const int64_t cols = std::min(t.tile_cols, iz_end * plane_in - p0);
         pack_b(g_, xb + ((n * c_ + grp * cg) * s_in + p0) * static_cast<int64_t>(es), s_in, cg,
                cols, panel.data());
         input_runs(win, p0, cols, runs);
@@ -253,30 +284,45 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
                        offsets.data(), tile.data() + st * nr, static_cast<size_t>(t.tile_cols), p);
           for (int64_t i = 0; i < mrr; ++i) {
             const int64_t r = r0 + i, tap = r % kvol_;
-            const int64_t tk[3] = {tap / (win.kernel[1] * win.kernel[2]),
-                                   (tap / win.kernel[2]) % win.kernel[1], tap % win.kernel[2]};
-            float* out = acc.data() + (r / kvol_) * s_out;
+            const int64_t tz = tap / (win.kernel[1] * win.kernel[2]),
+                          ty = (tap / win.kernel[2]) % win.kernel[1], tx = tap % win.kernel[2];
+            // Input x + j lands in phase `ph` at q = x + j + shift.
+            const int64_t off = tx * win.dilation[2] - win.pad[2];
+            const int64_t shift = floor_div(off, sx), ph = off - shift * sx;
+            const int64_t q_end = ceil_div(win.out[2] - ph, sx);
+            float* out = acc.data() + (r / kvol_) * nz * acc_plane + ph * wq;
+            const float* src_row = tile.data() + i * t.tile_cols;
             for (const InputRun& run : runs) {
-              int64_t oz = run.iz * win.stride[0] + tk[0] * win.dilation[0] - win.pad[0];
-              int64_t oy = run.iy * win.stride[1] + tk[1] * win.dilation[1] - win.pad[1];
-              if (oz < 0 || oz >= win.out[0] || oy < 0 || oy >= win.out[1]) continue;
-              float* orow = out + (oz * win.out[1] + oy) * win.out[2];
-              const float* src = tile.data() + i * t.tile_cols + run.q;
-              for (int64_t j = 0; j < run.len; ++j) {
-                int64_t ox = (run.ix + j) * win.stride[2] + tk[2] * win.dilation[2] - win.pad[2];
-                if (ox >= 0 && ox < win.out[2]) orow[ox] += src[j];
-              }
+              const int64_t oz = run.iz * win.stride[0] + tz * win.dilation[0] - win.pad[0] - oz0;
+              const int64_t oy = run.iy * win.stride[1] + ty * win.dilation[1] - win.pad[1];
+              if (oz < 0 || oz >= nz || oy < 0 || oy >= win.out[1]) continue;
+              const int64_t q0 = run.ix + shift;
+              const int64_t j0 = std::max<int64_t>(0, -q0), j1 = std::min(run.len, q_end - q0);
+              float* dst = out + (oz * win.out[1] + oy) * acc_row + q0 + j0;
+              if (j1 > j0) f32_.binary(dst, src_row + run.q + j0, dst, j1 - j0, BinOp::add);
             }
           }
         }
       }
-      uint8_t* yc = yb + (n * m_out + m0) * s_out * static_cast<int64_t>(es);
-      if (g_.storage == DType::f32) {
-        std::memcpy(yc, acc.data(), acc.size() * 4);
-      } else {
-        uint16_t* h = reinterpret_cast<uint16_t*>(yc);
-        for (size_t i = 0; i < acc.size(); ++i) h[i] = float_to_half(acc[i]);
-      }
+      // Interleave the phases of each row and store it in the output's dtype.
+      for (int64_t m = 0; m < count; ++m)
+        for (int64_t zy = 0; zy < nz * win.out[1]; ++zy) {
+          const float* src = acc.data() + m * nz * acc_plane + zy * acc_row;
+          uint8_t* dst = yb + ((n * m_out + m0 + m) * s_out + oz0 * win.out[1] * win.out[2] +
+                               zy * win.out[2]) *
+                                  static_cast<int64_t>(es);
+          const float* out_row = src;
+          if (sx > 1) {
+            for (int64_t ph = 0; ph < sx; ++ph)
+              for (int64_t q = 0; q * sx + ph < win.out[2]; ++q)
+                row[q * sx + ph] = src[ph * wq + q];
+            out_row = row.data();
+          }
+          if (g_.storage == DType::f32)
+            std::memcpy(dst, out_row, static_cast<size_t>(win.out[2]) * 4);
+          else
+            cast_.f32_to_f16(out_row, dst, win.out[2]);
+        }
     }
   };
   if (pool && items > 1)
