@@ -311,17 +311,21 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
           uint8_t* dst = yb + ((n * m_out + m0 + m) * s_out + oz0 * win.out[1] * win.out[2] +
                                zy * win.out[2]) *
                                   static_cast<int64_t>(es);
-          const float* out_row = src;
-          if (sx > 1) {
+          // fp32 output is interleaved in place; fp16 through a row of fp32 first.
+          const bool f32 = g_.storage == DType::f32;
+          float* out_row = f32 ? reinterpret_cast<float*>(dst) : row.data();
+          if (sx == 1) {
+            std::memcpy(out_row, src, static_cast<size_t>(win.out[2]) * 4);
+          } else if (sx == 2) {
+            const int64_t pairs = win.out[2] / 2;
+            interleave(src, src + wq, pairs, out_row);
+            if (win.out[2] % 2) out_row[2 * pairs] = src[pairs];
+          } else {
             for (int64_t ph = 0; ph < sx; ++ph)
               for (int64_t q = 0; q * sx + ph < win.out[2]; ++q)
-                row[q * sx + ph] = src[ph * wq + q];
-            out_row = row.data();
+                out_row[q * sx + ph] = src[ph * wq + q];
           }
-          if (g_.storage == DType::f32)
-            std::memcpy(dst, out_row, static_cast<size_t>(win.out[2]) * 4);
-          else
-            cast_.f32_to_f16(out_row, dst, win.out[2]);
+          if (!f32) cast_.f32_to_f16(out_row, dst, win.out[2]);
         }
     }
   };
