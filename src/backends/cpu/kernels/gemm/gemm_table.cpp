@@ -27,12 +27,17 @@ constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f32_bf16dot_gemm_6x48__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 48, 0, 2, f32_bf16dot_gemm_6x48_avx512bf16,
      f32_to_bf16_member_avx512bf16},
+    {Isa::avx512bf16, "f32_bf16dot_gemm_3x96__avx512bf16", DType::f32, PanelType::bf16_pair,
+     PanelType::bf16_pair, 3, 96, 0, 2, f32_bf16dot_gemm_3x96_avx512bf16,
+     f32_to_bf16_member_avx512bf16},
     {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0, 1,
      f32_gemm_8x48_avx512, copy_f32_panel},
     {Isa::avx512, "f32_gemm_6x64__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 64, 0, 1,
      f32_gemm_6x64_avx512, copy_f32_panel},
     {Isa::avx512, "f32_gemm_6x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 48, 0, 1,
      f32_gemm_6x48_avx512, copy_f32_panel},
+    {Isa::avx512, "f32_gemm_3x96__avx512", DType::f32, PanelType::f32, PanelType::f32, 3, 96, 0, 1,
+     f32_gemm_3x96_avx512, copy_f32_panel},
     {Isa::avx2, "f32_gemm_4x24__avx2", DType::f32, PanelType::f32, PanelType::f32, 4, 24, 0, 1,
      f32_gemm_4x24_avx2, copy_f32_panel},
     {Isa::avx2, "f32_gemm_6x16__avx2", DType::f32, PanelType::f32, PanelType::f32, 6, 16, 0, 1,
@@ -52,12 +57,17 @@ constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f16_bf16dot_gemm_6x48__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 48, 0, 2, f16_bf16dot_gemm_6x48_avx512bf16,
      f16_to_bf16_member_avx512bf16},
+    {Isa::avx512bf16, "f16_bf16dot_gemm_3x96__avx512bf16", DType::f16, PanelType::bf16_pair,
+     PanelType::bf16_pair, 3, 96, 0, 2, f16_bf16dot_gemm_3x96_avx512bf16,
+     f16_to_bf16_member_avx512bf16},
     {Isa::avx512, "f16_f32acc_gemm_8x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 48,
      0, 1, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512},
     {Isa::avx512, "f16_f32acc_gemm_6x64__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 64,
      0, 1, f16_f32acc_gemm_6x64_avx512, f16_to_f32_panel_avx512},
     {Isa::avx512, "f16_f32acc_gemm_6x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 48,
      0, 1, f16_f32acc_gemm_6x48_avx512, f16_to_f32_panel_avx512},
+    {Isa::avx512, "f16_f32acc_gemm_3x96__avx512", DType::f16, PanelType::f32, PanelType::f32, 3, 96,
+     0, 1, f16_f32acc_gemm_3x96_avx512, f16_to_f32_panel_avx512},
     {Isa::avx2, "f16_f32acc_gemm_4x24__avx2", DType::f16, PanelType::f32, PanelType::f32, 4, 24, 0,
      1, f16_f32acc_gemm_4x24_avx2, f16_to_f32_panel_avx2},
     {Isa::avx2, "f16_f32acc_gemm_6x16__avx2", DType::f16, PanelType::f32, PanelType::f32, 6, 16, 0,
@@ -108,6 +118,9 @@ const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m, bool allow
   for (const GemmKernel& g : kKernels) {
     if (g.storage != storage || g.isa > max || (bf16_dot(g) && !allow_bf16)) continue;
     if (best && g.isa != best->isa) break;
+    // Three-row tiles reuse each B vector three times, half what six rows do: they pay only
+    // where the output channels are that few (heads to 2 or 3 classes).
+    if (g.mr <= 3 && m > g.mr) continue;
     double use = m > 0 ? static_cast<double>(m) / static_cast<double>(blocks(m, g.mr) * g.mr) : 1;
     if (!best || use > best_use) {
       best = &g;
