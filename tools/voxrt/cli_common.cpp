@@ -113,6 +113,15 @@ std::vector<NamedTensor> random_inputs(const std::vector<std::pair<std::string, 
   return in;
 }
 
+std::vector<NamedTensor> output_buffers(const std::vector<std::pair<std::string, Shape>>& bound,
+                                        const Session& s) {
+  std::vector<Shape> shapes = s.output_shapes(bound);
+  std::vector<NamedTensor> out;
+  for (size_t k = 0; k < shapes.size(); ++k)
+    out.push_back({s.outputs()[k].name, Tensor::empty(s.outputs()[k].dtype, shapes[k])});
+  return out;
+}
+
 int64_t peak_rss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

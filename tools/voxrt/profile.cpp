@@ -69,12 +69,13 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
   Session s(model, opt);
   bound = resolve_shapes(shapes, s);
   std::vector<NamedTensor> in = random_inputs(bound, s);
-  for (int i = 0; i < warmup; ++i) s.run(in);
+  std::vector<NamedTensor> out = output_buffers(bound, s);
+  for (int i = 0; i < warmup; ++i) s.run(in, out);
   PrecisionProfile p;
   p.label = precision;
   for (int r = 0; r < runs; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    s.run(in);
+    s.run(in, out);
     p.run_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     std::vector<NodeProfile> prof = s.last_profile();
     std::vector<std::string> keys = node_keys(prof);
