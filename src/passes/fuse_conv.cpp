@@ -21,20 +21,24 @@ int sole_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& consu
 }  // namespace
 
 // Conv [-> Add(other activation)] [-> Relu | LeakyRelu] becomes one voxrt.FusedConv, so the
-// convolution's epilogue adds the residual and applies the activation while the tile is hot.
+// convolution's epilogue adds the residual and applies the activation while the tile is hot;
+// ConvTranspose -> Relu | LeakyRelu (MONAI's up path) becomes a voxrt.FusedConvTranspose.
 void fuse_conv_epilogue(ir::Graph& g) {
   auto consumers = g.consumers();
   std::vector<char> drop(g.nodes.size(), 0);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     ir::Node& conv = g.nodes[k];
-    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
+    const bool transposed = conv.op_type == "ConvTranspose";
+    if ((conv.op_type != "Conv" && !transposed) || !conv.domain.empty() || conv.outputs.size() != 1)
+      continue;
     int out = conv.outputs[0];
     int residual = -1;
     std::vector<size_t> absorbed;
     int next = sole_consumer(g, consumers, out);
-    if (next >= 0 && g.nodes[static_cast<size_t>(next)].op_type == "Add") {
+    if (!transposed && next >= 0 && g.nodes[static_cast<size_t>(next)].op_type == "Add") {
       const ir::Node& add = g.nodes[static_cast<size_t>(next)];
-      int other = add.inputs.size() == 2 ? (add.inputs[0] == out ? add.inputs[1] : add.inputs[0]) : -1;
+      int other =
+          add.inputs.size() == 2 ? (add.inputs[0] == out ? add.inputs[1] : add.inputs[0]) : -1;
       // Only a same-shaped activation (not a broadcast constant) is a residual; the fused op
       // checks the shapes match when it plans.
       if (other >= 0 && other != out && !g.is_constant(other) &&
@@ -59,7 +63,7 @@ void fuse_conv_epilogue(ir::Graph& g) {
     }
     if (absorbed.empty()) continue;
     conv.domain = kInternalDomain;
-    conv.op_type = "FusedConv";
+    conv.op_type = transposed ? "FusedConvTranspose" : "FusedConv";
     conv.inputs.resize(std::max<size_t>(conv.inputs.size(), 3), -1);
     if (residual >= 0) conv.inputs.push_back(residual);
     ir::Attribute a;

@@ -44,6 +44,7 @@ std::vector<int> value_ranks(const ir::Graph& g, const std::vector<int>& produce
   static const std::set<std::string> keep = {"Conv",
                                              "ConvTranspose",
                                              "FusedConv",
+                                             "FusedConvTranspose",
                                              "MaxPool",
                                              "AveragePool",
                                              "Relu",

@@ -21,11 +21,11 @@ namespace voxrt::cpu {
 namespace {
 
 struct ConvCase {
-  std::string op = "Conv";  // Conv, FusedConv or ConvTranspose
+  std::string op = "Conv";  // Conv, FusedConv, ConvTranspose or FusedConvTranspose
   Shape x, w;
   bool bias = true;
   bool residual = false;         // FusedConv only
-  std::string activation;        // FusedConv only: "", Relu, LeakyRelu
+  std::string activation;        // Fused* only: "", Relu, LeakyRelu
   std::vector<int64_t> x_parts;  // FusedConv only: channels of each part of X (empty: one part)
   std::map<std::string, ir::Attribute> attrs;
 
@@ -92,14 +92,14 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
   out.x = random_tensor(t, c.x, rng, -1, 1);
   double wscale = 1.0 / std::sqrt(static_cast<double>(shape_numel(c.w) / c.w[0]));
   out.w = random_tensor(t, c.w, rng, -2 * wscale, 2 * wscale);
-  int64_t m = c.op == "ConvTranspose"
-                  ? c.w[1] * (c.attrs.count("group") ? c.attrs.at("group").i : 1)
-                  : c.w[0];
+  const bool transposed = c.op == "ConvTranspose" || c.op == "FusedConvTranspose";
+  const bool fused = c.op == "FusedConv" || c.op == "FusedConvTranspose";
+  int64_t m = transposed ? c.w[1] * (c.attrs.count("group") ? c.attrs.at("group").i : 1) : c.w[0];
   out.b = random_tensor(t, {m}, rng, -0.5, 0.5);
   ir::Node n;
   n.name = "n0";
   n.op_type = c.op;
-  n.domain = c.op == "FusedConv" ? kInternalDomain : "";
+  n.domain = fused ? kInternalDomain : "";
   n.opset = 17;
   int xv = value("x"), wv = value("w"), bv = c.bias ? value("b") : -1;
   g.inputs.push_back(xv);
@@ -108,7 +108,7 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
   n.inputs = {xv, wv, bv};
   n.outputs = {value("y")};
   n.attrs.items = c.attrs;
-  if (c.op == "FusedConv") {
+  if (fused) {
     n.attrs.items["activation"].kind = ir::Attribute::Kind::s;
     n.attrs.items["activation"].s = c.activation;
     n.attrs.items["alpha"].kind = ir::Attribute::Kind::f;
@@ -119,7 +119,7 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
   if (c.bias) meta[2] = {true, t, {m}, &out.b};
   try {
     ir::Node conv = n;
-    conv.op_type = c.op == "FusedConv" ? "Conv" : c.op;
+    conv.op_type = transposed ? "ConvTranspose" : "Conv";
     conv.domain.clear();
     conv.attrs.items.erase("activation");
     conv.attrs.items.erase("alpha");
@@ -208,7 +208,7 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
       n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
   int64_t group = c.attrs.count("group") ? c.attrs.at("group").i : 1;
-  const bool conv = c.op != "ConvTranspose";
+  const bool conv = c.op == "Conv" || c.op == "FusedConv";
   // One input channel a group at width stride > 1 keeps fp32 products (see accept()).
   const bool strided_single =
       conv && c.w[1] == 1 && c.attrs.count("strides") && c.attrs.at("strides").is.back() > 1;
@@ -400,7 +400,12 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
 
 TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
   check_random_cases(40, 9, GetParam(), [](std::mt19937& rng, int attempt) {
-    return random_conv_transpose(rng, 1 + attempt % 3);
+    ConvCase c = random_conv_transpose(rng, 1 + attempt % 3);
+    if (attempt % 4 == 1) {
+      c.op = "FusedConvTranspose";
+      c.activation = attempt % 8 == 1 ? "Relu" : "LeakyRelu";
+    }
+    return c;
   });
 }
 
@@ -439,6 +444,8 @@ TEST_P(ConvLoweringTest, ConvTransposeInPlaneBlocksMatchesReference) {
   std::mt19937 rng(17);
   std::vector<ConvCase> v(3);
   for (ConvCase& c : v) c.op = "ConvTranspose";
+  v[0].op = "FusedConvTranspose";  // MONAI's up-conv, then PReLU as LeakyRelu
+  v[0].activation = "LeakyRelu";
   v[0].x = {1, 5, 11, 40, 37};
   v[0].w = {5, 7, 3, 3, 3};
   v[0].ints("strides", {2, 2, 2}).ints("pads", {1, 1, 1, 1, 1, 1});

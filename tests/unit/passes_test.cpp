@@ -380,8 +380,8 @@ TEST(PreluAsLeakyRelu, OneSlopeBecomesLeakyRelu) {
   expect_same_outputs(per_channel, kept, {random_input({2, 3, 6, 7}, 12)}, 1e-6, "per channel");
 }
 
-// MONAI's UNet: every PRelu (one slope each) fuses into the conv before it or stays a
-// LeakyRelu after a ConvTranspose, whose BatchNorms fold.
+// MONAI's UNet: every PRelu (one slope each) fuses into the Conv or ConvTranspose before it,
+// and the BatchNorms after the ConvTransposes fold.
 TEST(PreluAsLeakyRelu, FixtureMonaiUnet) {
   ir::Graph before = fixture_after("unet3d_monai_op17.onnx", "fold-constants");
   ir::Graph after = before;
@@ -390,7 +390,8 @@ TEST(PreluAsLeakyRelu, FixtureMonaiUnet) {
   EXPECT_EQ(count_ops(before, "BatchNormalization"), 3);
   EXPECT_EQ(count_ops(after, "PRelu"), 0);
   EXPECT_EQ(count_ops(after, "BatchNormalization"), 0);
-  EXPECT_EQ(count_ops(after, "LeakyRelu"), 3);  // after the three ConvTransposes
+  EXPECT_EQ(count_ops(after, "LeakyRelu"), 0);
+  EXPECT_EQ(count_ops(after, "FusedConvTranspose"), 3);
   expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 8}, 13)}, 1e-5, "");
 }
 

@@ -1,6 +1,7 @@
-// Conv, voxrt.FusedConv and ConvTranspose on the gemm kernels (backends/cpu/conv/). Declined, so
-// the reference runs them: dtypes other than f32 and f16 (or mixed), weights or bias that are not
-// constants, more than three spatial axes, and ConvTranspose with output_shape or SAME padding.
+// Conv, ConvTranspose and their voxrt.Fused* forms on the gemm kernels (backends/cpu/conv/).
+// Declined, so the reference runs them: dtypes other than f32 and f16 (or mixed), weights or bias
+// that are not constants, more than three spatial axes, and ConvTranspose with output_shape or SAME
+// padding.
 #include "backends/cpu/conv/conv_gemm.h"
 #include "backends/cpu/cpu_op.h"
 #include "backends/ref/ops/fused.h"
@@ -40,7 +41,7 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   // Conv: the tile whose rows fit the output channels of a group best. ConvTranspose packs
   // whole micro-panels of (channel, tap) rows whatever the tile. Both take bf16 products where
   // the session allows them.
-  bool conv = node.op_type != "ConvTranspose";
+  bool conv = node.op_type == "Conv" || node.op_type == "FusedConv";
   bool bf16 = ctx.fpmath == FpMath::bf16;
   // One input channel a group: bf16 pairs width taps, which only the direct path reads, and only
   // at width stride 1; strided (a MONAI UNet's first layer) the im2col path with half-empty
@@ -49,6 +50,17 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   if (conv && a.w->dim(1) == 1 && !strides.empty() && strides.back() > 1) bf16 = false;
   a.kernel = find_gemm_kernel(ctx.isa, t, conv ? a.w->dim(0) / a.group : 0, bf16);
   return a.kernel != nullptr;
+}
+
+// A fused node's activation, as the gemm epilogue applies it.
+ConvEpilogue epilogue(const ir::Node& node) {
+  FusedEpilogue f = FusedEpilogue::from_attrs(node.attrs);
+  ConvEpilogue e;
+  e.alpha = f.alpha;
+  e.act = f.kind == FusedEpilogue::Kind::relu         ? Activation::relu
+          : f.kind == FusedEpilogue::Kind::leaky_relu ? Activation::leaky_relu
+                                                      : Activation::none;
+  return e;
 }
 
 class GemmConvOp : public CpuOp {
@@ -100,14 +112,7 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   const int64_t parts = fused ? node.attrs.get_int("x_parts", 1) : 1;
   for (int i = 4; i < node.num_inputs(); ++i)
     if (!node.has_input(i) || ctx.input_dtype(i) != a.w->dtype()) return nullptr;
-  ConvEpilogue e;
-  if (fused) {
-    FusedEpilogue f = FusedEpilogue::from_attrs(node.attrs);
-    e.alpha = f.alpha;
-    e.act = f.kind == FusedEpilogue::Kind::relu         ? Activation::relu
-            : f.kind == FusedEpilogue::Kind::leaky_relu ? Activation::leaky_relu
-                                                        : Activation::none;
-  }
+  ConvEpilogue e = fused ? epilogue(node) : ConvEpilogue{};
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
   auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e);
@@ -147,10 +152,12 @@ class GemmConvTransposeOp : public CpuOp {
 // The output size comes from the reference's inference; what the scatter needs besides is the
 // start padding, which with explicit pads (or VALID) is pads[d]. output_shape and SAME_* derive it
 // from the output size and are left to the reference.
-std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_ptr<Op>& ref) {
+std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_ptr<Op>& ref,
+                                         bool fused) {
   Accepted a;
   if (!accept(ctx, a)) return nullptr;
   const ir::Node& node = ctx.node;
+  if (fused && node.num_inputs() > 3) return nullptr;
   if (a.w->dim(0) % a.group != 0 || (a.bias && a.bias->dim(0) != a.w->dim(1) * a.group))
     return nullptr;
   std::string auto_pad = node.attrs.get_string("auto_pad", "NOTSET");
@@ -173,7 +180,8 @@ std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_pt
     w.pad[d] = lead ? 0 : pads[s];
     if (w.stride[d] < 1 || w.dilation[d] < 1 || w.pad[d] < 0) return nullptr;
   }
-  auto conv = std::make_unique<ConvTransposeGemm>(*a.kernel, ctx.isa, *a.w, a.bias, a.group);
+  auto conv = std::make_unique<ConvTransposeGemm>(*a.kernel, ctx.isa, *a.w, a.bias, a.group,
+                                                  fused ? epilogue(node) : ConvEpilogue{});
   return std::make_unique<GemmConvTransposeOp>(std::move(ref), w, std::move(conv));
 }
 
@@ -185,8 +193,12 @@ void register_conv_lowerings(CpuRegistry& r) {
   r.add(std::string(kInternalDomain) + ".FusedConv",
         [](const LowerContext& c, std::unique_ptr<Op>& ref) { return lower_conv(c, ref, true); });
   r.add("ConvTranspose", [](const LowerContext& c, std::unique_ptr<Op>& ref) {
-    return lower_conv_transpose(c, ref);
+    return lower_conv_transpose(c, ref, false);
   });
+  r.add(std::string(kInternalDomain) + ".FusedConvTranspose",
+        [](const LowerContext& c, std::unique_ptr<Op>& ref) {
+          return lower_conv_transpose(c, ref, true);
+        });
 }
 
 }  // namespace voxrt::cpu

@@ -134,7 +134,7 @@ class ConvTransposeGemm {
  public:
   /// `isa` picks the kernels that add overlapping taps' fp32 sums and convert them to fp16.
   ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias,
-                    int64_t group);
+                    int64_t group, ConvEpilogue e = {});
   /// `win`: in/out/kernel/stride/dilation and pad (output = input * stride + tap * dilation - pad).
   void run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
@@ -146,6 +146,7 @@ class ConvTransposeGemm {
   const GemmKernel& g_;
   const CastKernels& cast_;
   const EltwiseKernels& f32_;
+  ConvEpilogue e_;  // the activation after bias (a fused ConvTranspose)
   int64_t c_, mg_, group_, kvol_;
   int64_t chunk_;  // output channels per packed chunk: a chunk's rows are (channel, tap) pairs
   PanelBuffer a_;  // per group and chunk: micro-panels of MR rows x (C / group) steps

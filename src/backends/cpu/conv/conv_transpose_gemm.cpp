@@ -95,10 +95,11 @@ std::vector<float> to_f32(const Tensor& t) {
 }  // namespace
 
 ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor& w,
-                                     const Tensor* bias, int64_t group)
+                                     const Tensor* bias, int64_t group, ConvEpilogue e)
     : g_(g),
       cast_(cast_kernels(isa)),
       f32_(*eltwise_kernels(DType::f32, isa)),
+      e_(e),
       c_(w.dim(0)),
       mg_(w.dim(1)),
       group_(group),
@@ -179,6 +180,8 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
         const int64_t mrr = std::min(mr, rows - r0);
         GemmParams p;
         p.bias = bias + r0;
+        p.act = e_.act;
+        p.alpha = e_.alpha;
         for (int64_t st = 0; st * nr < cols; ++st)
           g_.ukernel(static_cast<size_t>(mrr), static_cast<size_t>(std::min(nr, cols - st * nr)),
                      static_cast<size_t>(ks), a + r0 * ks * ab, panel.data() + st * ks * nr * bb,
@@ -248,6 +251,9 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
   const std::vector<int64_t> offsets = panel_offsets(g_, cg);
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  ActParams act;
+  act.act = e_.act == Activation::relu ? Act::relu : Act::leaky_relu;
+  act.alpha = e_.alpha;
   auto work = [&](int64_t begin, int64_t end) {
     PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb);
     std::vector<float> tile(static_cast<size_t>(mr * t.tile_cols));
@@ -325,6 +331,7 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
               for (int64_t q = 0; q * sx + ph < win.out[2]; ++q)
                 out_row[q * sx + ph] = src[ph * wq + q];
           }
+          if (e_.act != Activation::none) f32_.unary(out_row, out_row, win.out[2], act);
           if (!f32) cast_.f32_to_f16(out_row, dst, win.out[2]);
         }
     }

@@ -113,7 +113,7 @@ FusedEpilogue FusedEpilogue::from_attrs(const ir::Attributes& a) {
 
 ir::Node fused_conv_inner_node(const ir::Node& fused) {
   ir::Node conv = fused;
-  conv.op_type = "Conv";
+  conv.op_type = fused.op_type == "FusedConvTranspose" ? "ConvTranspose" : "Conv";
   conv.domain.clear();
   if (conv.inputs.size() > 3) conv.inputs.resize(3);
   conv.attrs.items.erase("activation");
@@ -123,18 +123,21 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
 }
 
 void register_fused_ops(OpRegistry& r) {
-  r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21,
-        [](const OpContext& c) -> std::unique_ptr<Op> {
-          ir::Node inner = fused_conv_inner_node(c.node);
-          std::unique_ptr<Op> conv = OpRegistry::instance().create(inner, c.graph);
-          bool residual = c.node.has_input(3);
-          int64_t parts = c.node.attrs.get_int("x_parts", 1);
-          if (parts < 1 || c.node.num_inputs() != (parts > 1 ? 3 + parts : c.node.num_inputs()))
-            c.fail("x_parts " + std::to_string(parts) + " does not fit its " +
-                   std::to_string(c.node.num_inputs()) + " inputs");
-          return std::make_unique<FusedConvOp>(
-              std::move(conv), FusedEpilogue::from_attrs(c.node.attrs), residual, parts);
-        });
+  auto factory = [](const OpContext& c) -> std::unique_ptr<Op> {
+    ir::Node inner = fused_conv_inner_node(c.node);
+    std::unique_ptr<Op> conv = OpRegistry::instance().create(inner, c.graph);
+    bool residual = c.node.has_input(3);
+    int64_t parts = c.node.attrs.get_int("x_parts", 1);
+    if (parts < 1 || c.node.num_inputs() != (parts > 1 ? 3 + parts : c.node.num_inputs()))
+      c.fail("x_parts " + std::to_string(parts) + " does not fit its " +
+             std::to_string(c.node.num_inputs()) + " inputs");
+    if (c.node.op_type == "FusedConvTranspose" && (residual || parts != 1))
+      c.fail("a fused ConvTranspose takes no residual and no parts of X");
+    return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
+                                         residual, parts);
+  };
+  r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, factory);
+  r.add(std::string(kInternalDomain) + ".FusedConvTranspose", 1, 21, factory);
 }
 
 }  // namespace voxrt

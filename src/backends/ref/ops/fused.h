@@ -1,6 +1,7 @@
 // voxrt.FusedConv: y = activation(conv(x) + residual), inputs X, W, B, residual (optional);
 // with x_parts = k > 1, X is the channel concatenation of input 0 and inputs 4 .. 2 + k (a
 // Concat fused into the convolution, which reads the parts in place).
+// voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B.
 #pragma once
 
 #include "ir/graph.h"
@@ -23,7 +24,8 @@ struct FusedEpilogue {
   }
 };
 
-/// The plain Conv node inside a voxrt.FusedConv node (first three inputs, Conv's attributes).
+/// The plain Conv (ConvTranspose) node inside a voxrt.FusedConv (FusedConvTranspose) node: its
+/// first three inputs and the convolution's attributes.
 ir::Node fused_conv_inner_node(const ir::Node& fused);
 
 }  // namespace voxrt
