@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <mutex>
 
 #include "backends/cpu/cpu_features.h"
@@ -31,6 +34,16 @@ std::vector<IoInfo> io_infos(const ir::Graph& g, const std::vector<int>& ids) {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+// Loading holds the file, the parsed protobuf and the imported weights at once, and packing
+// copies the weights again; glibc keeps most of what was freed in its heap, resident. Returning
+// it once loading is done lowered the steady peak RSS of an fp16 MONAI UNet (4.8 M parameters)
+// from 61 to 56 MiB.
+void release_load_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace
@@ -214,15 +227,19 @@ Session::Session(const std::string& path, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   std::string name = options.model_name.empty() ? std::filesystem::path(path).filename().string()
                                                 : options.model_name;
-  std::string bytes = onnx_io::read_file(path);
-  impl_->init(bytes.data(), bytes.size(), name, std::filesystem::path(path).parent_path().string(),
-              options);
+  {
+    std::string bytes = onnx_io::read_file(path);
+    impl_->init(bytes.data(), bytes.size(), name,
+                std::filesystem::path(path).parent_path().string(), options);
+  }
+  release_load_memory();
 }
 
 Session::Session(const void* bytes, size_t size, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->init(bytes, size, options.model_name.empty() ? "<memory>" : options.model_name, "",
               options);
+  release_load_memory();
 }
 
 Session::~Session() = default;

@@ -1,8 +1,8 @@
 // The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes, fold-batchnorm
 // into ConvTranspose, prelu-as-leaky-relu, fuse-group-norm, fuse-concat-into-conv,
-// remove-identity's Pad): each rewritten graph against
-// the graph as it was, on small graphs and on the fixture UNets that carry the patterns. A pass
-// is tested on the graph the passes before it leave (run_passes stopping at its predecessor).
+// remove-identity's Pad), and the load pipeline's release of packed weights: each rewritten graph
+// against the graph as it was, on small graphs and on the fixture UNets that carry the patterns. A
+// pass is tested on the graph the passes before it leave (run_passes stopping at its predecessor).
 #include "passes/passes.h"
 
 #include <gtest/gtest.h>
@@ -393,6 +393,29 @@ TEST(PreluAsLeakyRelu, FixtureMonaiUnet) {
   EXPECT_EQ(count_ops(after, "LeakyRelu"), 0);
   EXPECT_EQ(count_ops(after, "FusedConvTranspose"), 3);
   expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 8}, 13)}, 1e-5, "");
+}
+
+// After lowering, the weights and biases the conv ops packed keep their shapes but no bytes;
+// without the CPU kernels nothing is released. (The model tests run the released graphs.)
+TEST(CompileModel, PackedWeightsKeepShapesOnly) {
+  const std::string bytes =
+      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_monai_op17.onnx");
+  for (bool cpu : {true, false}) {
+    CompileOptions o;
+    o.cpu_kernels = cpu;
+    CompiledModel m = compile_model(bytes.data(), bytes.size(), "unet3d_monai_op17.onnx", "", o);
+    int convs = 0, released = 0;
+    for (const ir::Node& n : m.graph.nodes)
+      if (n.op_type.rfind("FusedConv", 0) == 0 || n.op_type.rfind("Conv", 0) == 0)
+        convs += n.has_input(2) ? 2 : 1;  // W, B
+    for (const auto& [v, t] : m.graph.constants) {
+      if (t.raw()) continue;
+      ++released;
+      EXPECT_GE(t.rank(), 1) << m.graph.values[static_cast<size_t>(v)].name << " lost its shape";
+    }
+    EXPECT_GT(convs, 20);
+    EXPECT_EQ(released, cpu ? convs : 0) << (cpu ? "CPU kernels" : "reference");
+  }
 }
 
 // torch's AvgPool export pads by zero first; such a Pad is a copy and goes, others stay.

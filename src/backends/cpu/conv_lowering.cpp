@@ -92,6 +92,7 @@ class GemmConvOp : public CpuOp {
     conv_->run(ctx.pool, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
   }
   std::string kernel_name() const override { return conv_->kernel_names(); }
+  std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B
 
  private:
   ref::WindowAttrs attrs_;
@@ -143,6 +144,7 @@ class GemmConvTransposeOp : public CpuOp {
     conv_->run(ctx.pool, w, x, y);
   }
   std::string kernel_name() const override { return conv_->kernel().name; }
+  std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B
 
  private:
   ConvWindow attrs_;  // kernel, stride, dilation, pad; in and out set per run

@@ -34,6 +34,9 @@ class CpuOp : public Op {
   int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const override {
     return ref_->macs(in, out);
   }
+  /// Constant inputs this op copied into its own (packed) form when it was lowered and never
+  /// reads at run time: the Session may release their bytes, keeping their shapes.
+  virtual std::vector<int> packed_inputs() const { return {}; }
 
  protected:
   std::unique_ptr<Op> ref_;
