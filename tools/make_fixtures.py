@@ -278,7 +278,7 @@ class MonaiUNet(SegNet):
     """MONAI's UNet as the spleen bundle configures it (residual units of two convs, strided convs
     down, 3x3x3 stride-2 transposed convs up, BatchNorm, PReLU), channels 8..64, three strides."""
 
-    def __init__(self, channels=(8, 16, 32, 64), strides=(2, 2, 2), res_units=2):
+    def __init__(self, channels=(8, 16, 32, 64), strides=(2, 2, 2), res_units=2, out_channels=NUM_CLASSES):
         super().__init__()
 
         def block(cin, cout, chans, strs, is_top):
@@ -294,7 +294,7 @@ class MonaiUNet(SegNet):
             )
             return nn.Sequential(down, MonaiSkip(sub), up)
 
-        self.model = block(1, NUM_CLASSES, channels, strides, True)
+        self.model = block(1, out_channels, channels, strides, True)
 
     def forward(self, x):
         return self.model(x)
