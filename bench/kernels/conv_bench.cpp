@@ -24,7 +24,7 @@ struct ConvCase {
   std::string name;
   std::string op;  // Conv or ConvTranspose
   Shape x, w;
-  std::vector<int64_t> pads, strides;
+  std::vector<int64_t> pads, strides, output_padding;
 };
 
 std::vector<ConvCase> cases() {
@@ -46,6 +46,7 @@ std::vector<ConvCase> cases() {
       {"conv3x3x3_s2_32to64_48", "Conv", cube(48, 32), k3(64, 32), p1, {2, 2, 2}},
       {"conv2x2x2_s2_16to32_96", "Conv", cube(96, 16), Shape{32, 16, 2, 2, 2}, {}, {2, 2, 2}},
       {"conv1x1x1_32to3_96", "Conv", cube(96, 32), Shape{3, 32, 1, 1, 1}, {}, {}},
+      {"conv3x3x3_3to3_96_head", "Conv", cube(96, 3), k3(3, 3), p1, {}},  // MONAI UNet's last
       {"conv3x3_32to32_256", "Conv", Shape{1, 32, 256, 256}, Shape{32, 32, 3, 3}, {1, 1, 1, 1}, {}},
       {"conv3x3_24to8_256", "Conv", Shape{1, 24, 256, 256}, Shape{8, 24, 3, 3}, {1, 1, 1, 1}, {}},
       {"conv3x3_8to8_256", "Conv", Shape{1, 8, 256, 256}, Shape{8, 8, 3, 3}, {1, 1, 1, 1}, {}},
@@ -55,6 +56,21 @@ std::vector<ConvCase> cases() {
        Shape{32, 16, 2, 2, 2},
        {},
        {2, 2, 2}},
+      // MONAI UNet's up-convolutions: kernel 3, stride 2, output padding 1 (overlapping taps).
+      {"convtranspose3x3x3_s2_32to16_24",
+       "ConvTranspose",
+       cube(24, 32),
+       Shape{32, 16, 3, 3, 3},
+       p1,
+       {2, 2, 2},
+       {1, 1, 1}},
+      {"convtranspose3x3x3_s2_16to3_48",
+       "ConvTranspose",
+       cube(48, 16),
+       Shape{16, 3, 3, 3, 3},
+       p1,
+       {2, 2, 2},
+       {1, 1, 1}},
   };
 }
 
@@ -101,6 +117,7 @@ std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa, FpMath fpmat
   };
   ints("pads", c.pads);
   ints("strides", c.strides);
+  ints("output_padding", c.output_padding);
   n.attrs.where = g.where(n);
   g.nodes.push_back(n);
   l->op = CpuRegistry::instance().lower(n, g, OpRegistry::instance().create(n, g), isa, fpmath);

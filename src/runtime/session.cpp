@@ -148,7 +148,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
 
   std::vector<NodeProfile> profile;
   using clock = std::chrono::steady_clock;
-  RunContext ctx{pool.get()};
+  RunContext ctx{pool.get(), scratch.get()};
   auto run_start = clock::now();
   std::shared_ptr<uint8_t[]> arena = plan->arenas->take(plan->arena_bytes);
   for (size_t s = 0; s < plan->steps.size(); ++s) {

@@ -7,6 +7,7 @@
 
 #include "runtime/compile.h"
 #include "runtime/plan.h"
+#include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 #include "voxrt/session.h"
 
@@ -16,12 +17,15 @@ struct Session::Impl {
   SessionOptions options;
   CompiledModel model;
   std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ScratchCache> scratch =
+      std::make_unique<ScratchCache>();  // ops' per-call scratch
   std::vector<IoInfo> inputs, outputs;
   std::vector<char> shape_deciding;  // per input, see shape_deciding_inputs
   mutable std::mutex plans_mutex;
   // Keyed by input shapes plus the values of small integer inputs (see shape_deciding_inputs).
   mutable std::map<std::pair<std::vector<Shape>, std::vector<std::vector<int64_t>>>,
-                   std::shared_ptr<const Plan>> plans;
+                   std::shared_ptr<const Plan>>
+      plans;
   mutable std::mutex profile_mutex;
   mutable std::vector<NodeProfile> last_profile;
 
@@ -32,7 +36,8 @@ struct Session::Impl {
   std::vector<Shape> input_shapes(const std::vector<NamedTensor>& in) const;
   /// Per graph input: the tensor if its values join the plan key, else nullptr.
   std::vector<const Tensor*> shape_values(const std::vector<NamedTensor>& in) const;
-  void execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out, bool caller_outputs) const;
+  void execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out,
+               bool caller_outputs) const;
 };
 
 }  // namespace voxrt

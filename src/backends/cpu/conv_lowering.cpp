@@ -83,13 +83,13 @@ class GemmConvOp : public CpuOp {
     ref::Geometry g = ref::resolve_window(where, attrs_, spatial(x.shape()), kernel_);
     const Tensor* residual = residual_ ? in[3] : nullptr;
     if (parts_ == 1) {
-      conv_->run(ctx.pool, conv_window(g), x, residual, out[0]);
+      conv_->run(ctx, conv_window(g), x, residual, out[0]);
       return;
     }
     // X's parts (a fused Concat): input 0, then the inputs after the residual slot.
     std::vector<const Tensor*> parts = {&x};
     parts.insert(parts.end(), in.begin() + 4, in.end());
-    conv_->run(ctx.pool, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
+    conv_->run(ctx, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
   }
   std::string kernel_name() const override { return conv_->kernel_names(); }
   std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B
@@ -141,7 +141,7 @@ class GemmConvTransposeOp : public CpuOp {
       w.in[d] = lead ? 1 : x.dim(static_cast<int64_t>(d + rank - 1));
       w.out[d] = lead ? 1 : y.dim(static_cast<int64_t>(d + rank - 1));
     }
-    conv_->run(ctx.pool, w, x, y);
+    conv_->run(ctx, w, x, y);
   }
   std::string kernel_name() const override { return conv_->kernel().name; }
   std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B

@@ -15,10 +15,13 @@
 namespace voxrt {
 
 class ThreadPool;
+class ScratchCache;
 
-/// What a run hands every op: the Session's threads.
+/// What a run hands every op: the Session's threads, and the scratch memory its ops reuse from
+/// run to run (either may be null: inline, and plain allocations).
 struct RunContext {
   ThreadPool* pool = nullptr;
+  ScratchCache* scratch = nullptr;
 };
 
 /// What shape inference knows about one input: dtype, shape, and its values when they are known

@@ -132,8 +132,8 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
 // chunks run at once than there are threads, and `count` is the thread count).
 class BufferSlots {
  public:
-  BufferSlots(int64_t count, size_t bytes)
-      : bytes_(bytes), buffer_(static_cast<size_t>(count) * bytes) {
+  BufferSlots(int64_t count, size_t bytes, ScratchCache* cache)
+      : bytes_(bytes), buffer_(static_cast<size_t>(count) * bytes, cache) {
     for (int64_t i = count - 1; i >= 0; --i) free_.push_back(i);
   }
   uint8_t* data(int64_t i) const { return buffer_.data() + static_cast<size_t>(i) * bytes_; }
@@ -248,8 +248,9 @@ void zero_padding(const ConvWindow& win, const PhaseLayout& ph, uint8_t* dst, in
 
 }  // namespace
 
-bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                           const Tensor* residual, Tensor& y) const {
+  ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.batch();
   // Padded extents: every tap of every output position lands inside.
   int64_t ext[3];
@@ -364,7 +365,7 @@ bool ConvGemm::run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInp
   // the tail of the reach (lanes it drops): zeroed once.
   const int64_t buffers =
       per_thread ? std::min<int64_t>(threads, n_batch * group_ * win.out[0] * n_bands) : 1;
-  BufferSlots slots(buffers, buffer_elems * bb);
+  BufferSlots slots(buffers, buffer_elems * bb, ctx.scratch);
   for (int64_t i = 0; i < buffers; ++i)
     std::memset(slots.data(i) + packs * chan * static_cast<int64_t>(bb), 0,
                 (buffer_elems - static_cast<size_t>(packs * chan)) * bb);

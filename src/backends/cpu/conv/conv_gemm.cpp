@@ -172,16 +172,25 @@ Tensor ConvInput::joined() const {
 }
 
 void PanelBuffer::Free::operator()(uint8_t* p) const {
-  ::operator delete[](p, std::align_val_t(64));
+  if (cache)
+    cache->give_back({p, capacity});
+  else
+    ::operator delete[](p, std::align_val_t(64));
 }
 
-PanelBuffer::PanelBuffer(size_t bytes)
-    : data_(static_cast<uint8_t*>(
-          ::operator new[](std::max<size_t>(bytes, 64), std::align_val_t(64)))) {
+PanelBuffer::PanelBuffer(size_t bytes, ScratchCache* cache) {
+  bytes = std::max<size_t>(bytes, 64);
+  if (cache) {
+    ScratchCache::Block b = cache->take(bytes);
+    data_ = std::unique_ptr<uint8_t, Free>(b.data, Free{cache, b.capacity});
+  } else {
+    data_ = std::unique_ptr<uint8_t, Free>(
+        static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(64))), Free{});
+  }
 #ifndef NDEBUG
   // NaN in every float type: a kernel that reads scratch nobody wrote fails the Debug tests,
   // even where it multiplies it by a zero weight.
-  std::memset(data_.get(), 0xff, std::max<size_t>(bytes, 64));
+  std::memset(data_.get(), 0xff, bytes);
 #endif
 }
 
@@ -239,20 +248,20 @@ GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual) const {
   return p;
 }
 
-void ConvGemm::run(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                    const Tensor* residual, Tensor& y) const {
   if (x.batch() == 0 || win.out_size() == 0 || m_ == 0) return;
   if (pointwise(win)) {
     // Its tiles are packed straight from X's rows: parts are joined first (a 1x1 conv after a
     // Concat is rare in UNets; the joined copy is what the Concat would have cost).
     if (x.single())
-      run_pointwise(pool, win, x.part(0), residual, y);
+      run_pointwise(ctx, win, x.part(0), residual, y);
     else
-      run_pointwise(pool, win, x.joined(), residual, y);
+      run_pointwise(ctx, win, x.joined(), residual, y);
     return;
   }
-  if (run_direct(pool, win, x, residual, y)) return;
-  run_packed(pool, win, x, residual, y);
+  if (run_direct(ctx, win, x, residual, y)) return;
+  run_packed(ctx, win, x, residual, y);
 }
 
 bool ConvGemm::pointwise(const ConvWindow& win) {
@@ -262,8 +271,9 @@ bool ConvGemm::pointwise(const ConvWindow& win) {
   return true;
 }
 
-void ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
                              const Tensor* residual, Tensor& y) const {
+  ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.dim(0), c_in = x.dim(1), mg = m_ / group_, s = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr), steps = packed_channels();
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
@@ -282,7 +292,7 @@ void ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   auto work = [&](int64_t begin, int64_t end) {
-    PanelBuffer panel(packed_b_bytes(g_, cg_, tile_cols));
+    PanelBuffer panel(packed_b_bytes(g_, cg_, tile_cols), ctx.scratch);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t tile = item % tiles, grp = (item / tiles) % group_, n = item / tiles / group_;
       const int64_t p0 = tile * tile_cols, cols = std::min(tile_cols, s - p0);
@@ -306,8 +316,9 @@ void ConvGemm::run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tens
     work(0, items);
 }
 
-void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                           const Tensor* residual, Tensor& y) const {
+  ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.batch();
   const int64_t mg = m_ / group_, steps = elements();
   const int64_t s_out = win.out_size();
@@ -331,7 +342,7 @@ void ConvGemm::run_packed(ThreadPool* pool, const ConvWindow& win, const ConvInp
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   auto work = [&](int64_t begin, int64_t end) {
-    PanelBuffer panel(static_cast<size_t>(steps * tile_cols) * bb);
+    PanelBuffer panel(static_cast<size_t>(steps * tile_cols) * bb, ctx.scratch);
     std::vector<uint8_t> scratch(static_cast<size_t>(nr) * es);
     std::vector<ColumnRun> runs;
     int64_t packed = -1;

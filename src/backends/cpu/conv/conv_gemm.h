@@ -5,7 +5,7 @@
 // into per-thread scratch otherwise. The microkernel writes output rows in place, epilogue fused.
 //
 //   ConvGemm conv(*find_gemm_kernel(max_isa(), DType::f32), w, &b, group, epilogue);
-//   conv.run(pool, conv_window(geometry), x, nullptr, y);
+//   conv.run(RunContext{&pool, &scratch}, conv_window(geometry), x, nullptr, y);
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
 #include "backends/ref/ops/window.h"
+#include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 #include "voxrt/tensor.h"
 
@@ -61,14 +62,20 @@ struct ConvEpilogue {
 };
 
 /// Owned, 64-byte aligned bytes for packed panels.
+/// With a ScratchCache, the bytes come from it and go back to it (per-call scratch); without,
+/// they are the buffer's own (packed weights).
 class PanelBuffer {
  public:
   PanelBuffer() = default;
-  explicit PanelBuffer(size_t bytes);
+  explicit PanelBuffer(size_t bytes, ScratchCache* cache = nullptr);
   uint8_t* data() const { return data_.get(); }
 
  private:
   struct Free {
+    Free() : cache(nullptr), capacity(0) {}
+    Free(ScratchCache* c, size_t n) : cache(c), capacity(n) {}
+    ScratchCache* cache;
+    size_t capacity;
     void operator()(uint8_t* p) const;
   };
   std::unique_ptr<uint8_t, Free> data_;
@@ -82,7 +89,7 @@ class ConvGemm {
            ConvEpilogue epilogue);
   /// y = act(conv(x) + bias + residual). x, residual and y have the storage dtype and the shapes
   /// the reference op inferred for `win`; residual may be null.
-  void run(ThreadPool* pool, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
+  void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
            Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
   /// The row's name, and its siblings' tiles where the direct path may take one by output width:
@@ -93,14 +100,14 @@ class ConvGemm {
   // B rows read in place from a zero-padded copy of the input (conv_direct.cpp); returns false,
   // doing nothing, where most lanes would idle (short output rows with strides). Then each
   // spatial tile's im2col panel is packed (conv_gemm.cpp).
-  bool run_direct(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+  bool run_direct(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                   const Tensor* residual, Tensor& y) const;
   // 1x1 kernels, unit strides, no padding (pointwise()): col is the input; tiles of it are
   // packed with long sequential reads.
   static bool pointwise(const ConvWindow& win);
-  void run_pointwise(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+  void run_pointwise(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
                      const Tensor* residual, Tensor& y) const;
-  void run_packed(ThreadPool* pool, const ConvWindow& win, const ConvInput& x,
+  void run_packed(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                   const Tensor* residual, Tensor& y) const;
   GemmParams params(int64_t m0, const uint8_t* residual) const;
   // Channels of a group in packs of the kernel's k_pack (the last one zero-padded): the gemm's
@@ -136,12 +143,13 @@ class ConvTransposeGemm {
   ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias,
                     int64_t group, ConvEpilogue e = {});
   /// `win`: in/out/kernel/stride/dilation and pad (output = input * stride + tap * dilation - pad).
-  void run(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  void run(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
 
  private:
-  void run_disjoint(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
-  void run_overlapping(ThreadPool* pool, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  void run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  void run_overlapping(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
+                       Tensor& y) const;
 
   const GemmKernel& g_;
   const CastKernels& cast_;

@@ -127,19 +127,20 @@ ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor&
     }
 }
 
-void ConvTransposeGemm::run(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+void ConvTransposeGemm::run(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
                             Tensor& y) const {
   if (x.dim(0) == 0 || y.numel() == 0) return;
   if (disjoint_taps(win))
-    run_disjoint(pool, win, x, y);
+    run_disjoint(ctx, win, x, y);
   else
-    run_overlapping(pool, win, x, y);
+    run_overlapping(ctx, win, x, y);
 }
 
 // Kernel equal to stride: every output element comes from exactly one (input position, tap), so
 // the kernel adds the bias and the tiles are copied to their places.
-void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
+void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
                                      Tensor& y) const {
+  ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
   const int64_t s_in = win.in_size(), s_out = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr, chunks = ceil_div(mg_, chunk_), rows_full = chunk_ * kvol_;
@@ -157,7 +158,7 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
     int64_t row, offset;
   };
   auto work = [&](int64_t begin, int64_t end) {
-    PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb);
+    PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb, ctx.scratch);
     std::vector<uint8_t> tile(static_cast<size_t>(mr * t.tile_cols) * es);
     std::vector<InputRun> runs;
     std::vector<Dest> dests;
@@ -234,8 +235,9 @@ void ConvTransposeGemm::run_disjoint(ThreadPool* pool, const ConvWindow& win, co
 // compiler vectorizes, and the phases are interleaved when the block is stored. Input planes
 // next to a block boundary feed both blocks and are multiplied twice, a few percent of the
 // products, in exchange for blocks that fit the L2 cache and keep both threads busy.
-void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win, const Tensor& x,
-                                        Tensor& y) const {
+void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow& win,
+                                        const Tensor& x, Tensor& y) const {
+  ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
   const int64_t s_in = win.in_size(), s_out = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr, chunks = ceil_div(mg_, chunk_);
@@ -255,9 +257,11 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
   act.act = e_.act == Activation::relu ? Act::relu : Act::leaky_relu;
   act.alpha = e_.alpha;
   auto work = [&](int64_t begin, int64_t end) {
-    PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb);
+    PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb, ctx.scratch);
     std::vector<float> tile(static_cast<size_t>(mr * t.tile_cols));
-    std::vector<float> acc, row(static_cast<size_t>(win.out[2]));
+    PanelBuffer acc_buffer(static_cast<size_t>(chunk_ * zb * acc_plane) * 4, ctx.scratch);
+    float* acc = reinterpret_cast<float*>(acc_buffer.data());
+    std::vector<float> row(static_cast<size_t>(win.out[2]));
     std::vector<InputRun> runs;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t zk = item % zblocks, rest = item / zblocks;
@@ -265,10 +269,8 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
       const int64_t m0 = grp * mg_ + ch * chunk_, count = std::min(chunk_, mg_ - ch * chunk_);
       const int64_t oz0 = zk * zb, nz = std::min(zb, win.out[0] - oz0), rows = count * kvol_;
       const uint8_t* a = a_.data() + (grp * chunks + ch) * a_chunk_bytes_;
-      acc.resize(static_cast<size_t>(count * nz * acc_plane));
       for (int64_t m = 0; m < count; ++m)
-        std::fill_n(acc.begin() + m * nz * acc_plane, nz * acc_plane,
-                    bias_[static_cast<size_t>(m0 + m)]);
+        std::fill_n(acc + m * nz * acc_plane, nz * acc_plane, bias_[static_cast<size_t>(m0 + m)]);
       // Input planes iz with iz * stride + tz * dilation - pad in [oz0, oz0 + nz) for some tz.
       const int64_t iz_lo = std::max<int64_t>(
           0,
@@ -296,7 +298,7 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
             const int64_t off = tx * win.dilation[2] - win.pad[2];
             const int64_t shift = floor_div(off, sx), ph = off - shift * sx;
             const int64_t q_end = ceil_div(win.out[2] - ph, sx);
-            float* out = acc.data() + (r / kvol_) * nz * acc_plane + ph * wq;
+            float* out = acc + (r / kvol_) * nz * acc_plane + ph * wq;
             const float* src_row = tile.data() + i * t.tile_cols;
             for (const InputRun& run : runs) {
               const int64_t oz = run.iz * win.stride[0] + tz * win.dilation[0] - win.pad[0] - oz0;
@@ -313,7 +315,7 @@ void ConvTransposeGemm::run_overlapping(ThreadPool* pool, const ConvWindow& win,
       // Interleave the phases of each row and store it in the output's dtype.
       for (int64_t m = 0; m < count; ++m)
         for (int64_t zy = 0; zy < nz * win.out[1]; ++zy) {
-          const float* src = acc.data() + m * nz * acc_plane + zy * acc_row;
+          const float* src = acc + m * nz * acc_plane + zy * acc_row;
           uint8_t* dst = yb + ((n * m_out + m0 + m) * s_out + oz0 * win.out[1] * win.out[2] +
                                zy * win.out[2]) *
                                   static_cast<int64_t>(es);

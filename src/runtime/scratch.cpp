@@ -1,0 +1,65 @@
+#include "runtime/scratch.h"
+
+#include <algorithm>
+#include <new>
+
+namespace voxrt {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr size_t kGranule = size_t{64} << 10;  // capacities rounded up, so near sizes share
+constexpr size_t kMaxFree = 8;                 // free blocks kept: a few per thread
+
+void release(uint8_t* p) {
+  ::operator delete[](p, std::align_val_t(kAlign));
+}
+
+}  // namespace
+
+ScratchCache::~ScratchCache() {
+  for (Block& b : free_) release(b.data);
+}
+
+ScratchCache::Block ScratchCache::take(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->capacity >= bytes && (best == free_.end() || it->capacity < best->capacity))
+        best = it;
+    if (best != free_.end()) {
+      Block b = *best;
+      free_.erase(best);
+      return b;
+    }
+  }
+  const size_t capacity = (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
+  return {static_cast<uint8_t*>(::operator new[](capacity, std::align_val_t(kAlign))), capacity};
+}
+
+void ScratchCache::give_back(Block b) {
+  if (!b.data) return;
+  uint8_t* drop = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    free_.push_back(b);
+    if (free_.size() > kMaxFree) {
+      auto smallest =
+          std::min_element(free_.begin(), free_.end(),
+                           [](const Block& x, const Block& y) { return x.capacity < y.capacity; });
+      drop = smallest->data;
+      free_.erase(smallest);
+    }
+  }
+  if (drop) release(drop);
+}
+
+size_t ScratchCache::free_bytes() const {
+  std::lock_guard<std::mutex> lock(m_);
+  size_t n = 0;
+  for (const Block& b : free_) n += b.capacity;
+  return n;
+}
+
+}  // namespace voxrt

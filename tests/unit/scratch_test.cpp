@@ -1,0 +1,63 @@
+// The Session's scratch cache: blocks come back to later takes, best fit first, aligned, and the
+// cache keeps only a few free blocks.
+#include "runtime/scratch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+namespace voxrt::test {
+namespace {
+
+TEST(ScratchCache, ReusesTheSmallestFreeBlockThatFits) {
+  ScratchCache c;
+  ScratchCache::Block big = c.take(3 << 20), small = c.take(100 << 10);
+  EXPECT_GE(big.capacity, size_t{3} << 20);
+  EXPECT_GE(small.capacity, size_t{100} << 10);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data) % 64, 0u);
+  std::memset(big.data, 1, big.capacity);  // the whole capacity is usable (ASan checks)
+  uint8_t* big_data = big.data;
+  uint8_t* small_data = small.data;
+  c.give_back(big);
+  c.give_back(small);
+  EXPECT_EQ(c.free_bytes(), big.capacity + small.capacity);
+  // 90 KiB fits both: the small one is taken; 1 MiB only fits the big one.
+  ScratchCache::Block a = c.take(90 << 10);
+  EXPECT_EQ(a.data, small_data);
+  ScratchCache::Block b = c.take(1 << 20);
+  EXPECT_EQ(b.data, big_data);
+  EXPECT_EQ(c.free_bytes(), 0u);
+  // Nothing free fits: a new block.
+  ScratchCache::Block d = c.take(5 << 20);
+  EXPECT_NE(d.data, big_data);
+  for (ScratchCache::Block x : {a, b, d}) c.give_back(x);
+}
+
+TEST(ScratchCache, KeepsAFewFreeBlocksDroppingTheSmallest) {
+  ScratchCache c;
+  std::vector<ScratchCache::Block> blocks;
+  for (int i = 1; i <= 20; ++i) blocks.push_back(c.take(static_cast<size_t>(i) << 16));
+  size_t largest8 = 0;
+  for (int i = 13; i <= 20; ++i) largest8 += blocks[static_cast<size_t>(i - 1)].capacity;
+  for (const ScratchCache::Block& b : blocks) c.give_back(b);
+  EXPECT_EQ(c.free_bytes(), largest8);
+}
+
+TEST(ScratchCache, ThreadsTakeAndGiveBackConcurrently) {
+  ScratchCache c;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&c, t] {
+      for (int i = 0; i < 200; ++i) {
+        ScratchCache::Block b = c.take(static_cast<size_t>((i % 7 + 1) * (t + 1)) << 12);
+        std::memset(b.data, t, b.capacity);
+        c.give_back(b);
+      }
+    });
+  for (std::thread& t : ts) t.join();
+  EXPECT_GT(c.free_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace voxrt::test
