@@ -37,18 +37,34 @@ ir::Attribute import_attribute(const onnx::AttributeProto& a, const std::string&
   A::AttributeType type = a.type();
   if (type == A::UNDEFINED) {
     // Models from old exporters leave the type unset: infer it from the field that holds data.
-    if (a.has_f()) type = A::FLOAT;
-    else if (a.has_i()) type = A::INT;
-    else if (a.has_s()) type = A::STRING;
-    else if (a.has_t()) type = A::TENSOR;
-    else if (a.floats_size()) type = A::FLOATS;
-    else if (a.ints_size()) type = A::INTS;
-    else if (a.strings_size()) type = A::STRINGS;
+    if (a.has_f())
+      type = A::FLOAT;
+    else if (a.has_i())
+      type = A::INT;
+    else if (a.has_s())
+      type = A::STRING;
+    else if (a.has_t())
+      type = A::TENSOR;
+    else if (a.floats_size())
+      type = A::FLOATS;
+    else if (a.ints_size())
+      type = A::INTS;
+    else if (a.strings_size())
+      type = A::STRINGS;
   }
   switch (type) {
-    case A::FLOAT: at.kind = ir::Attribute::Kind::f; at.f = a.f(); break;
-    case A::INT: at.kind = ir::Attribute::Kind::i; at.i = a.i(); break;
-    case A::STRING: at.kind = ir::Attribute::Kind::s; at.s = a.s(); break;
+    case A::FLOAT:
+      at.kind = ir::Attribute::Kind::f;
+      at.f = a.f();
+      break;
+    case A::INT:
+      at.kind = ir::Attribute::Kind::i;
+      at.i = a.i();
+      break;
+    case A::STRING:
+      at.kind = ir::Attribute::Kind::s;
+      at.s = a.s();
+      break;
     case A::TENSOR:
       at.kind = ir::Attribute::Kind::t;
       at.t = tensor_from_proto(a.t(), model_dir, where + ", attribute '" + a.name() + "'");
@@ -72,10 +88,9 @@ ir::Attribute import_attribute(const onnx::AttributeProto& a, const std::string&
   return at;
 }
 
-}  // namespace
-
-ir::Graph import_model(const onnx::ModelProto& model, const std::string& model_name,
-                       const std::string& model_dir) {
+// `consume`: the model's graph, whose initializers' bytes are released as they are imported.
+ir::Graph import_graph(const onnx::ModelProto& model, onnx::GraphProto* consume,
+                       const std::string& model_name, const std::string& model_dir) {
   ir::Graph g;
   g.model_name = model_name;
   std::string mwhere = "model '" + model_name + "'";
@@ -92,17 +107,28 @@ ir::Graph import_model(const onnx::ModelProto& model, const std::string& model_n
                 std::to_string(kMaxOpset) + ")");
 
   const onnx::GraphProto& gp = model.graph();
-  for (const auto& init : gp.initializer()) {
+  for (int i = 0; i < gp.initializer_size(); ++i) {
+    const onnx::TensorProto& init = gp.initializer(i);
     std::string where = mwhere + ", initializer '" + init.name() + "'";
     if (init.name().empty()) throw Error(mwhere + ": an initializer has no name");
     int v = g.add_value(init.name());
     Tensor t = tensor_from_proto(init, model_dir, where);
     g.values[static_cast<size_t>(v)].dtype = t.dtype();
     g.constants[v] = std::move(t);
+    if (consume) {
+      // Swapping with empty containers frees the storage; clearing would keep its capacity.
+      onnx::TensorProto& done = *consume->mutable_initializer(i);
+      std::string().swap(*done.mutable_raw_data());
+      google::protobuf::RepeatedField<float>().Swap(done.mutable_float_data());
+      google::protobuf::RepeatedField<int32_t>().Swap(done.mutable_int32_data());
+      google::protobuf::RepeatedField<int64_t>().Swap(done.mutable_int64_data());
+      google::protobuf::RepeatedField<double>().Swap(done.mutable_double_data());
+    }
   }
   for (const auto& in : gp.input()) {
     int v = g.add_value(in.name());
-    import_type(in.type(), g.values[static_cast<size_t>(v)], mwhere + ", input '" + in.name() + "'");
+    import_type(in.type(), g.values[static_cast<size_t>(v)],
+                mwhere + ", input '" + in.name() + "'");
     if (!g.is_constant(v)) g.inputs.push_back(v);
   }
   for (const auto& vi : gp.value_info()) {
@@ -121,7 +147,8 @@ ir::Graph import_model(const onnx::ModelProto& model, const std::string& model_n
     node.op_type = np.op_type();
     node.domain = np.domain();
     if (node.domain == "voxrt")
-      throw Error(mwhere + ", node '" + np.name() + "': domain 'voxrt' is reserved for voxrt's own passes");
+      throw Error(mwhere + ", node '" + np.name() +
+                  "': domain 'voxrt' is reserved for voxrt's own passes");
     node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(n) : np.name();
     node.opset = g.opset;
     std::string where = g.where(node);
@@ -150,6 +177,18 @@ ir::Graph import_model(const onnx::ModelProto& model, const std::string& model_n
   return g;
 }
 
+}  // namespace
+
+ir::Graph import_model(const onnx::ModelProto& model, const std::string& model_name,
+                       const std::string& model_dir) {
+  return import_graph(model, nullptr, model_name, model_dir);
+}
+
+ir::Graph import_model(onnx::ModelProto&& model, const std::string& model_name,
+                       const std::string& model_dir) {
+  return import_graph(model, model.mutable_graph(), model_name, model_dir);
+}
+
 namespace {
 
 void export_value(const ir::Graph& g, int v, onnx::ValueInfoProto& vi) {
@@ -161,8 +200,10 @@ void export_value(const ir::Graph& g, int v, onnx::ValueInfoProto& vi) {
   auto* shape = tt->mutable_shape();
   for (const ir::Dim& d : *val.dims) {
     auto* dim = shape->add_dim();
-    if (d.known()) dim->set_dim_value(d.value);
-    else if (!d.symbol.empty()) dim->set_dim_param(d.symbol);
+    if (d.known())
+      dim->set_dim_value(d.value);
+    else if (!d.symbol.empty())
+      dim->set_dim_param(d.symbol);
   }
 }
 
@@ -170,9 +211,18 @@ void export_attribute(const std::string& name, const ir::Attribute& a, onnx::Att
   using A = onnx::AttributeProto;
   p.set_name(name);
   switch (a.kind) {
-    case ir::Attribute::Kind::f: p.set_type(A::FLOAT); p.set_f(a.f); break;
-    case ir::Attribute::Kind::i: p.set_type(A::INT); p.set_i(a.i); break;
-    case ir::Attribute::Kind::s: p.set_type(A::STRING); p.set_s(a.s); break;
+    case ir::Attribute::Kind::f:
+      p.set_type(A::FLOAT);
+      p.set_f(a.f);
+      break;
+    case ir::Attribute::Kind::i:
+      p.set_type(A::INT);
+      p.set_i(a.i);
+      break;
+    case ir::Attribute::Kind::s:
+      p.set_type(A::STRING);
+      p.set_s(a.s);
+      break;
     case ir::Attribute::Kind::t:
       p.set_type(A::TENSOR);
       tensor_to_proto(a.t, "", *p.mutable_t());

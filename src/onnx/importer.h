@@ -14,6 +14,10 @@ namespace voxrt::onnx_io {
 /// (IR version, opset, element types, subgraph-bearing nodes are refused later by the registry).
 ir::Graph import_model(const onnx::ModelProto& model, const std::string& model_name,
                        const std::string& model_dir);
+/// The same, releasing each initializer's bytes in `model` once it is imported, so that a large
+/// model is not held twice while it loads.
+ir::Graph import_model(onnx::ModelProto&& model, const std::string& model_name,
+                       const std::string& model_dir);
 
 /// Writes a graph as a ModelProto (weights inline), keeping its opset and IR version.
 onnx::ModelProto export_model(const ir::Graph& graph);

@@ -39,13 +39,27 @@ std::vector<std::unique_ptr<Op>> build_ops(ir::Graph& g) {
   return ops;
 }
 
-ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
-                         const std::string& model_dir) {
-  onnx::ModelProto proto = onnx_io::parse_model(bytes, size, model_name);
-  ir::Graph g = onnx_io::import_model(proto, model_name, model_dir);
+namespace {
+
+ir::Graph checked(ir::Graph g) {
   g.topo_sort();
   build_ops(g);
   return g;
+}
+
+}  // namespace
+
+ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
+                         const std::string& model_dir) {
+  onnx::ModelProto proto = onnx_io::parse_model(bytes, size, model_name);
+  return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
+}
+
+ir::Graph import_checked(std::string&& bytes, const std::string& model_name,
+                         const std::string& model_dir) {
+  onnx::ModelProto proto = onnx_io::parse_model(bytes.data(), bytes.size(), model_name);
+  std::string().swap(bytes);  // parsed: the file's bytes are not needed any more
+  return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
 }
 
 namespace {
@@ -76,8 +90,17 @@ void release_packed_constants(CompiledModel& m) {
 
 CompiledModel compile_model(const void* bytes, size_t size, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options) {
+  return compile_graph(import_checked(bytes, size, model_name, model_dir), options);
+}
+
+CompiledModel compile_model(std::string&& bytes, const std::string& model_name,
+                            const std::string& model_dir, const CompileOptions& options) {
+  return compile_graph(import_checked(std::move(bytes), model_name, model_dir), options);
+}
+
+CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options) {
   CompiledModel m;
-  m.graph = import_checked(bytes, size, model_name, model_dir);
+  m.graph = std::move(graph);
   if (options.fp16) {
     // Constant nodes become initializers first, so each is converted by what reads it (Resize
     // scales stay float32) instead of being converted and cast back.

@@ -29,9 +29,17 @@ struct CompiledModel {
 /// Parses, imports and checks a model; throws voxrt::Error naming the model/node on failure.
 CompiledModel compile_model(const void* bytes, size_t size, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options);
+/// The same from bytes it may consume: they are released once parsed, and each weight's
+/// protobuf copy once imported, so loading holds about one copy of a large model at a time.
+CompiledModel compile_model(std::string&& bytes, const std::string& model_name,
+                            const std::string& model_dir, const CompileOptions& options);
+/// The steps after import: fp16 conversion, passes, ops, CPU lowering.
+CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options);
 
 /// Imports and checks a model without passes (for converters); dtypes are inferred.
 ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
+                         const std::string& model_dir);
+ir::Graph import_checked(std::string&& bytes, const std::string& model_name,
                          const std::string& model_dir);
 
 /// Creates every node's Op (refusing unsupported ops and attributes) and infers the dtype of

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -48,8 +49,8 @@ void release_load_memory() {
 
 }  // namespace
 
-void Session::Impl::init(const void* bytes, size_t size, const std::string& name,
-                         const std::string& dir, const SessionOptions& opt) {
+void Session::Impl::init(const std::string& name, const SessionOptions& opt,
+                         const std::function<CompiledModel(const CompileOptions&)>& compile) {
   options = opt;
   if (opt.threads < 1) throw Error("model '" + name + "': threads must be at least 1");
   CompileOptions co;
@@ -58,7 +59,7 @@ void Session::Impl::init(const void* bytes, size_t size, const std::string& name
   co.stop_after = opt.stop_after_pass;
   co.cpu_kernels = opt.backend == Backend::cpu;
   co.fpmath = opt.fpmath;
-  model = compile_model(bytes, size, name, dir, co);
+  model = compile(co);
   pool = std::make_unique<ThreadPool>(opt.threads);
   inputs = io_infos(model.graph, model.graph.inputs);
   shape_deciding = shape_deciding_inputs(model.graph);
@@ -227,18 +228,18 @@ Session::Session(const std::string& path, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   std::string name = options.model_name.empty() ? std::filesystem::path(path).filename().string()
                                                 : options.model_name;
-  {
-    std::string bytes = onnx_io::read_file(path);
-    impl_->init(bytes.data(), bytes.size(), name,
-                std::filesystem::path(path).parent_path().string(), options);
-  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  impl_->init(name, options, [&](const CompileOptions& co) {
+    return compile_model(onnx_io::read_file(path), name, dir, co);
+  });
   release_load_memory();
 }
 
 Session::Session(const void* bytes, size_t size, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  impl_->init(bytes, size, options.model_name.empty() ? "<memory>" : options.model_name, "",
-              options);
+  const std::string name = options.model_name.empty() ? "<memory>" : options.model_name;
+  impl_->init(name, options,
+              [&](const CompileOptions& co) { return compile_model(bytes, size, name, "", co); });
   release_load_memory();
 }
 

@@ -1,6 +1,7 @@
 // Session internals, shared with the model summary.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,8 +30,9 @@ struct Session::Impl {
   mutable std::mutex profile_mutex;
   mutable std::vector<NodeProfile> last_profile;
 
-  void init(const void* bytes, size_t size, const std::string& name, const std::string& dir,
-            const SessionOptions& opt);
+  /// Checks the options, then builds the model with `compile` and the threads.
+  void init(const std::string& name, const SessionOptions& opt,
+            const std::function<CompiledModel(const CompileOptions&)>& compile);
   std::shared_ptr<const Plan> plan_for(const std::vector<Shape>& shapes,
                                        const std::vector<const Tensor*>& values = {}) const;
   std::vector<Shape> input_shapes(const std::vector<NamedTensor>& in) const;
