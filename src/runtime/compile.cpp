@@ -75,7 +75,10 @@ void release_packed_constants(CompiledModel& m) {
     const ir::Node& n = g.nodes[k];
     for (int v : n.inputs)
       if (v >= 0) ++uses[static_cast<size_t>(v)];
-    if (const auto* op = dynamic_cast<const cpu::CpuOp*>(m.ops[k].get()))
+    // A node whose X is constant too may be computed by the reference at plan time (folding,
+    // when the passes are off), which reads W: its constants stay.
+    const bool runs = n.has_input(0) && !g.is_constant(n.inputs[0]);
+    if (const auto* op = dynamic_cast<const cpu::CpuOp*>(m.ops[k].get()); op && runs)
       for (int i : op->packed_inputs())
         if (n.has_input(i)) ++packed_uses[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])];
   }

@@ -418,6 +418,28 @@ TEST(CompileModel, PackedWeightsKeepShapesOnly) {
   }
 }
 
+// A Conv whose X is a constant too is folded by the plan when the passes are off (the reference
+// computes it, reading W): its weights stay.
+TEST(CompileModel, ConvOfConstantsKeepsItsWeights) {
+  ModelBuilder b(17);
+  b.input("z", onnx::TensorProto::FLOAT, {1, 2, 4, 4});
+  b.initializer("x", {1, 3, 4, 4}, pattern(48, 1));
+  b.initializer("w", {2, 3, 3, 3}, pattern(54, 2));
+  auto& conv = b.node("Conv", {"x", "w"}, {"c"});
+  ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  b.node("Add", {"c", "z"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  const std::string bytes = b.bytes();
+  SessionOptions o;
+  o.optimize = false;
+  Session session(bytes.data(), bytes.size(), o);
+  Tensor z = random_input({1, 2, 4, 4}, 14);
+  Tensor got = session.run({{"z", z}})[0];
+  ir::Graph g = import(bytes);
+  Tensor want = run_graph(g, {z}, false)[0];
+  EXPECT_LT(rel_l2(got, want), 1e-6);
+}
+
 // torch's AvgPool export pads by zero first; such a Pad is a copy and goes, others stay.
 TEST(RemoveIdentity, PadByZeroGoes) {
   for (int opset : {7, 17})
