@@ -9,7 +9,6 @@ namespace {
 
 constexpr size_t kAlign = 64;
 constexpr size_t kGranule = size_t{64} << 10;  // capacities rounded up, so near sizes share
-constexpr size_t kMaxFree = 8;                 // free blocks kept: a few per thread
 
 void release(uint8_t* p) {
   ::operator delete[](p, std::align_val_t(kAlign));
@@ -44,7 +43,7 @@ void ScratchCache::give_back(Block b) {
   {
     std::lock_guard<std::mutex> lock(m_);
     free_.push_back(b);
-    if (free_.size() > kMaxFree) {
+    if (free_.size() > max_free_) {
       auto smallest =
           std::min_element(free_.begin(), free_.end(),
                            [](const Block& x, const Block& y) { return x.capacity < y.capacity; });

@@ -15,7 +15,8 @@ namespace voxrt {
 
 class ScratchCache {
  public:
-  ScratchCache() = default;
+  /// `max_free`: free blocks kept; a call takes about two blocks a thread at once.
+  explicit ScratchCache(size_t max_free = 8) : max_free_(max_free) {}
   ~ScratchCache();
   ScratchCache(const ScratchCache&) = delete;
   ScratchCache& operator=(const ScratchCache&) = delete;
@@ -26,13 +27,14 @@ class ScratchCache {
   };
   /// A 64-byte aligned block of at least `bytes`: the smallest free one that fits, else new.
   Block take(size_t bytes);
-  /// Keeps `b` for a later take; beyond a few free blocks the smallest is freed, so what the
-  /// cache holds stays near the scratch one run has in use at once.
+  /// Keeps `b` for a later take; beyond `max_free` free blocks the smallest is freed, so what
+  /// the cache holds stays near the scratch one run has in use at once.
   void give_back(Block b);
   /// Bytes held in free blocks.
   size_t free_bytes() const;
 
  private:
+  size_t max_free_;
   mutable std::mutex m_;
   std::vector<Block> free_;
 };

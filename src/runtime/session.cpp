@@ -61,6 +61,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   co.fpmath = opt.fpmath;
   model = compile(co);
   pool = std::make_unique<ThreadPool>(opt.threads);
+  scratch = std::make_unique<ScratchCache>(2 * static_cast<size_t>(opt.threads) + 6);
   inputs = io_infos(model.graph, model.graph.inputs);
   shape_deciding = shape_deciding_inputs(model.graph);
   outputs = io_infos(model.graph, model.graph.outputs);

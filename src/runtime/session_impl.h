@@ -18,8 +18,7 @@ struct Session::Impl {
   SessionOptions options;
   CompiledModel model;
   std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<ScratchCache> scratch =
-      std::make_unique<ScratchCache>();  // ops' per-call scratch
+  std::unique_ptr<ScratchCache> scratch;  // the ops' per-call scratch, sized by the threads
   std::vector<IoInfo> inputs, outputs;
   std::vector<char> shape_deciding;  // per input, see shape_deciding_inputs
   mutable std::mutex plans_mutex;
