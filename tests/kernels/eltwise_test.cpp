@@ -9,11 +9,11 @@ namespace {
 
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> s = {
-      {16},               // one AVX-512 vector
-      {5},                // less than one AVX2 vector
-      {1, 3, 5, 7, 11},   // primes
-      {1, 16, 8, 8, 8},   // tile multiples
-      {2, 2, 33, 35, 37}, // larger than a thread chunk, odd tail
+      {16},                // one AVX-512 vector
+      {5},                 // less than one AVX2 vector
+      {1, 3, 5, 7, 11},    // primes
+      {1, 16, 8, 8, 8},    // tile multiples
+      {2, 2, 33, 35, 37},  // larger than a thread chunk, odd tail
   };
   return s;
 }
@@ -31,8 +31,8 @@ void check_unary(Isa isa, const std::string& op, int opset,
       n.output("y");
       CpuRun r = n.run(isa);
       EXPECT_NE(r.kernel, "ref") << op;
-      EXPECT_LT(r.error, tolerance(t)) << op << " " << dtype_name(t) << " " << shape_str(s)
-                                       << " kernel " << r.kernel;
+      EXPECT_LT(r.error, tolerance(t))
+          << op << " " << dtype_name(t) << " " << shape_str(s) << " kernel " << r.kernel;
     }
 }
 
@@ -48,7 +48,8 @@ TEST_P(Eltwise, ActivationsKeepNaN) {
   VOXRT_REQUIRE_ISA(GetParam());
   for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip"}) {
     Tensor x = Tensor::empty(DType::f32, {37});
-    for (int i = 0; i < 37; ++i) x.data<float>()[i] = i % 4 == 0 ? NAN : static_cast<float>(i - 18) / 4;
+    for (int i = 0; i < 37; ++i)
+      x.data<float>()[i] = i % 4 == 0 ? NAN : static_cast<float>(i - 18) / 4;
     OneNode n(op, 13);
     n.input("x", x);
     n.output("y");
@@ -88,16 +89,16 @@ TEST_P(Eltwise, BinaryBroadcasts) {
   const std::vector<BinaryCase> cases = {
       {{1, 3, 5, 7, 11}, {1, 3, 5, 7, 11}},  // same shape
       {{2, 2, 33, 35, 37}, {2, 2, 33, 35, 37}},
-      {{1, 16, 8, 8, 8}, {1}},                // scalar
+      {{1, 16, 8, 8, 8}, {1}},  // scalar
       {{1, 16, 8, 8, 8}, {}},
-      {{1, 5, 1, 4, 1}, {2, 5, 3, 4, 2}},     // both broadcast: reference
-      {{2, 5, 9, 10, 11}, {1, 5, 1, 1, 1}},   // per channel
-      {{1, 5, 1, 1, 1}, {2, 5, 9, 10, 11}},   // per channel, on the left
-      {{2, 5, 9, 10, 11}, {5, 1, 1, 1}},      // per channel, fewer dims
-      {{3, 4, 7, 19}, {19}},                  // repeated trailing block
+      {{1, 5, 1, 4, 1}, {2, 5, 3, 4, 2}},    // both broadcast: reference
+      {{2, 5, 9, 10, 11}, {1, 5, 1, 1, 1}},  // per channel
+      {{1, 5, 1, 1, 1}, {2, 5, 9, 10, 11}},  // per channel, on the left
+      {{2, 5, 9, 10, 11}, {5, 1, 1, 1}},     // per channel, fewer dims
+      {{3, 4, 7, 19}, {19}},                 // repeated trailing block
       {{3, 4, 7, 19}, {1, 7, 19}},
-      {{3}, {3, 4, 7, 3}},                    // repeated, on the left
-      {{2, 3, 4, 5}, {2, 1, 4, 1}},           // no fast path: reference
+      {{3}, {3, 4, 7, 3}},           // repeated, on the left
+      {{2, 3, 4, 5}, {2, 1, 4, 1}},  // no fast path: reference
   };
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Min", "Max"})
     for (DType t : {DType::f32, DType::f16})
@@ -111,6 +112,30 @@ TEST_P(Eltwise, BinaryBroadcasts) {
         EXPECT_LT(r.error, tolerance(t)) << op << " " << dtype_name(t) << " " << shape_str(c.a)
                                          << " with " << shape_str(c.b) << " kernel " << r.kernel;
       }
+}
+
+// PRelu with a slope per channel (or one slope) runs each channel's rows as LeakyRelu with its
+// slope; other slope shapes run the reference. Slopes above 1 and negative ones included.
+TEST_P(Eltwise, PReluSlopePerChannel) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(12);
+  const std::vector<BinaryCase> cases = {
+      {{2, 5, 9, 10, 11}, {5, 1, 1, 1}},  // per channel, as torch exports nn.PReLU(C)
+      {{1, 7, 17, 19}, {7, 1, 1}},
+      {{2, 3, 33, 35}, {1}},      // one slope (the pass makes it LeakyRelu first)
+      {{2, 3, 4, 5}, {3, 4, 1}},  // no fast path: reference
+  };
+  for (DType t : {DType::f32, DType::f16})
+    for (const BinaryCase& c : cases) {
+      OneNode n("PRelu", 16);
+      n.input("x", random_tensor(t, c.a, rng, -3, 3));
+      n.input("slope", random_tensor(t, c.b, rng, -0.5, 1.5));
+      n.output("y");
+      CpuRun r = n.run(GetParam());
+      EXPECT_NE(r.kernel, "ref");
+      EXPECT_LT(r.error, tolerance(t)) << dtype_name(t) << " " << shape_str(c.a) << " slope "
+                                       << shape_str(c.b) << " kernel " << r.kernel;
+    }
 }
 
 TEST_P(Eltwise, MinMaxPropagateNaN) {
