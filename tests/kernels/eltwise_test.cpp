@@ -1,7 +1,12 @@
 // Elementwise kernels (activations, binary arithmetic with its broadcast fast paths, casts,
 // copies) against the reference ops, f32 and f16, on every ISA this CPU has.
+#include "backends/cpu/kernels/eltwise/eltwise.h"
+
+#include <array>
+#include <cmath>
 #include <functional>
 
+#include "backends/ref/tensor_math.h"
 #include "cpu_op_harness.h"
 
 namespace voxrt::test {
@@ -135,6 +140,31 @@ TEST_P(Eltwise, PReluSlopePerChannel) {
       EXPECT_NE(r.kernel, "ref");
       EXPECT_LT(r.error, tolerance(t)) << dtype_name(t) << " " << shape_str(c.a) << " slope "
                                        << shape_str(c.b) << " kernel " << r.kernel;
+    }
+}
+
+// add_rows (ConvTranspose's tap scatter) against a plain loop: rows of odd lengths at strides
+// wider than them, with the bytes between rows left alone.
+TEST_P(Eltwise, AddRowsMatchesPlainLoop) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(13);
+  for (DType t : {DType::f32, DType::f16})
+    for (auto [rows, n, xs, ys] : {std::array<int64_t, 4>{1, 5, 5, 7},
+                                   {3, 16, 19, 40},
+                                   {7, 37, 40, 90},
+                                   {2, 100, 100, 203}}) {
+      Tensor x = random_tensor(t, {rows * xs}, rng, -2, 2);
+      Tensor y = random_tensor(t, {rows * ys}, rng, -2, 2);
+      Tensor want = y.clone();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i)
+          ref::store(want, r * ys + i, ref::load(want, r * ys + i) + ref::load(x, r * xs + i));
+      cpu::eltwise_kernels(t, GetParam())->add_rows(x.raw(), xs, y.raw(), ys, rows, n);
+      double err = 0;
+      for (int64_t i = 0; i < y.numel(); ++i)
+        err = std::max(err, std::abs(ref::load(y, i) - ref::load(want, i)));
+      EXPECT_LE(err, t == DType::f32 ? 1e-6 : 4e-3)
+          << dtype_name(t) << " rows " << rows << " n " << n;
     }
 }
 

@@ -47,6 +47,27 @@ void input_runs(const ConvWindow& w, int64_t p0, int64_t cols, std::vector<Input
   }
 }
 
+// Consecutive whole input rows of one plane (`rows` of them from iy, tile columns from q), or one
+// partial row (a tile's first or last): a tap adds a group to its output rows in one call.
+struct RowGroup {
+  int64_t q, rows, len, iz, iy, ix;
+};
+
+void row_groups(const std::vector<InputRun>& runs, int64_t width, std::vector<RowGroup>& groups) {
+  groups.clear();
+  for (const InputRun& r : runs) {
+    const bool whole = r.ix == 0 && r.len == width;
+    if (whole && !groups.empty()) {
+      RowGroup& g = groups.back();
+      if (g.ix == 0 && g.len == width && g.iz == r.iz && g.iy + g.rows == r.iy) {
+        ++g.rows;
+        continue;
+      }
+    }
+    groups.push_back({r.q, 1, r.len, r.iz, r.iy, r.ix});
+  }
+}
+
 struct Tiling {
   int64_t tile_cols, tiles;
 };
@@ -263,6 +284,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
     float* acc = reinterpret_cast<float*>(acc_buffer.data());
     std::vector<float> row(static_cast<size_t>(win.out[2]));
     std::vector<InputRun> runs;
+    std::vector<RowGroup> groups;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t zk = item % zblocks, rest = item / zblocks;
       const int64_t ch = rest % chunks, grp = (rest / chunks) % group_, n = rest / chunks / group_;
@@ -282,6 +304,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
         pack_b(g_, xb + ((n * c_ + grp * cg) * s_in + p0) * static_cast<int64_t>(es), s_in, cg,
                cols, panel.data());
         input_runs(win, p0, cols, runs);
+        row_groups(runs, win.in[2], groups);
         for (int64_t r0 = 0; r0 < rows; r0 += mr) {
           const int64_t mrr = std::min(mr, rows - r0);
           GemmParams p;
@@ -300,14 +323,22 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
             const int64_t q_end = ceil_div(win.out[2] - ph, sx);
             float* out = acc + (r / kvol_) * nz * acc_plane + ph * wq;
             const float* src_row = tile.data() + i * t.tile_cols;
-            for (const InputRun& run : runs) {
-              const int64_t oz = run.iz * win.stride[0] + tz * win.dilation[0] - win.pad[0] - oz0;
-              const int64_t oy = run.iy * win.stride[1] + ty * win.dilation[1] - win.pad[1];
-              if (oz < 0 || oz >= nz || oy < 0 || oy >= win.out[1]) continue;
-              const int64_t q0 = run.ix + shift;
-              const int64_t j0 = std::max<int64_t>(0, -q0), j1 = std::min(run.len, q_end - q0);
-              float* dst = out + (oz * win.out[1] + oy) * acc_row + q0 + j0;
-              if (j1 > j0) f32_.binary(dst, src_row + run.q + j0, dst, j1 - j0, BinOp::add);
+            // Input rows iy land on output rows oy = iy * sy + ty * dy - py: those in [0, out_h).
+            const int64_t oy_off = ty * win.dilation[1] - win.pad[1];
+            const int64_t iy_min = ceil_div_signed(-oy_off, win.stride[1]),
+                          iy_end = floor_div(win.out[1] - 1 - oy_off, win.stride[1]) + 1;
+            for (const RowGroup& gr : groups) {
+              const int64_t oz = gr.iz * win.stride[0] + tz * win.dilation[0] - win.pad[0] - oz0;
+              if (oz < 0 || oz >= nz) continue;
+              const int64_t iy0 = std::max(gr.iy, iy_min), iy1 = std::min(gr.iy + gr.rows, iy_end);
+              if (iy1 <= iy0) continue;
+              const int64_t q0 = gr.ix + shift;
+              const int64_t j0 = std::max<int64_t>(0, -q0), j1 = std::min(gr.len, q_end - q0);
+              if (j1 <= j0) continue;
+              const int64_t oy = iy0 * win.stride[1] + oy_off;
+              f32_.add_rows(src_row + gr.q + (iy0 - gr.iy) * gr.len + j0, gr.len,
+                            out + (oz * win.out[1] + oy) * acc_row + q0 + j0,
+                            win.stride[1] * acc_row, iy1 - iy0, j1 - j0);
             }
           }
         }

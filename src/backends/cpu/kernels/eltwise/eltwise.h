@@ -24,6 +24,10 @@ struct EltwiseKernels {
   void (*binary)(const void* a, const void* b, void* y, int64_t n, BinOp op);
   /// y[i] = a[i] op s, or s op a[i] when `scalar_first`.
   void (*binary_scalar)(const void* a, float s, void* y, int64_t n, BinOp op, bool scalar_first);
+  /// y[r * y_stride + i] += x[r * x_stride + i] for r < rows, i < n (strides in elements): the
+  /// taps of a transposed convolution added to their output rows, a plane's rows per call.
+  void (*add_rows)(const void* x, int64_t x_stride, void* y, int64_t y_stride, int64_t rows,
+                   int64_t n);
 };
 
 struct CastKernels {

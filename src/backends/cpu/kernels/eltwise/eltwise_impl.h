@@ -92,8 +92,19 @@ struct EltwiseImpl {
     });
   }
 
+  static void add_rows(const void* xv, int64_t x_stride, void* yv, int64_t y_stride, int64_t rows,
+                       int64_t n) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* x = static_cast<const T*>(xv) + r * x_stride;
+      T* y = static_cast<T*>(yv) + r * y_stride;
+      for_vectors<S>(n, [&](int64_t i, int c) {
+        store_n<S>(y + i, S::add(load_n<S>(y + i, c), load_n<S>(x + i, c)), c);
+      });
+    }
+  }
+
   static constexpr EltwiseKernels table(const char* name) {
-    return {name, &unary, &affine, &binary, &binary_scalar};
+    return {name, &unary, &affine, &binary, &binary_scalar, &add_rows};
   }
 };
 
