@@ -41,29 +41,6 @@ std::vector<std::unique_ptr<Op>> build_ops(ir::Graph& g) {
 
 namespace {
 
-ir::Graph checked(ir::Graph g) {
-  g.topo_sort();
-  build_ops(g);
-  return g;
-}
-
-}  // namespace
-
-ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
-                         const std::string& model_dir) {
-  onnx::ModelProto proto = onnx_io::parse_model(bytes, size, model_name);
-  return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
-}
-
-ir::Graph import_checked(std::string&& bytes, const std::string& model_name,
-                         const std::string& model_dir) {
-  onnx::ModelProto proto = onnx_io::parse_model(bytes.data(), bytes.size(), model_name);
-  std::string().swap(bytes);  // parsed: the file's bytes are not needed any more
-  return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
-}
-
-namespace {
-
 // Weights a lowered op packed into its own panels are kept twice otherwise (a model's weights
 // are most of a Session's memory beside the activations: 19 MiB of 112 for MONAI's spleen UNet
 // in fp32). A constant read only as a packed input of lowered ops keeps its shape (planning and
@@ -89,7 +66,26 @@ void release_packed_constants(CompiledModel& m) {
       t = Tensor::view(t.dtype(), t.shape(), nullptr);
 }
 
+ir::Graph checked(ir::Graph g) {
+  g.topo_sort();
+  build_ops(g);
+  return g;
+}
+
 }  // namespace
+
+ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
+                         const std::string& model_dir) {
+  onnx::ModelProto proto = onnx_io::parse_model(bytes, size, model_name);
+  return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
+}
+
+ir::Graph import_checked(std::string&& bytes, const std::string& model_name,
+                         const std::string& model_dir) {
+  onnx::ModelProto proto = onnx_io::parse_model(bytes.data(), bytes.size(), model_name);
+  std::string().swap(bytes);  // parsed: the file's bytes are not needed any more
+  return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
+}
 
 CompiledModel compile_model(const void* bytes, size_t size, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options) {

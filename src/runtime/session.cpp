@@ -60,6 +60,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   co.cpu_kernels = opt.backend == Backend::cpu;
   co.fpmath = opt.fpmath;
   model = compile(co);
+  release_load_memory();
   pool = std::make_unique<ThreadPool>(opt.threads);
   scratch = std::make_unique<ScratchCache>(2 * static_cast<size_t>(opt.threads) + 6);
   inputs = io_infos(model.graph, model.graph.inputs);
@@ -233,7 +234,6 @@ Session::Session(const std::string& path, const SessionOptions& options)
   impl_->init(name, options, [&](const CompileOptions& co) {
     return compile_model(onnx_io::read_file(path), name, dir, co);
   });
-  release_load_memory();
 }
 
 Session::Session(const void* bytes, size_t size, const SessionOptions& options)
@@ -241,7 +241,6 @@ Session::Session(const void* bytes, size_t size, const SessionOptions& options)
   const std::string name = options.model_name.empty() ? "<memory>" : options.model_name;
   impl_->init(name, options,
               [&](const CompileOptions& co) { return compile_model(bytes, size, name, "", co); });
-  release_load_memory();
 }
 
 Session::~Session() = default;
