@@ -32,7 +32,8 @@ std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Sess
       if (used != part.size() || v < 0) throw std::invalid_argument(part);
       shape.push_back(v);
     } catch (const std::exception&) {
-      throw Error("--shape '" + arg + "': '" + part + "' is not a dimension (expected e.g. 1x1x96x96x96)");
+      throw Error("--shape '" + arg + "': '" + part +
+                  "' is not a dimension (expected e.g. 1x1x96x96x96)");
     }
     if (x == std::string::npos) break;
     pos = x + 1;
@@ -41,7 +42,8 @@ std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Sess
 }
 
 std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std::string>& args,
-                                                          const Session& s) {
+                                                          const Session& s,
+                                                          std::vector<std::string>* defaulted) {
   std::vector<std::pair<std::string, Shape>> given;
   for (const std::string& a : args) given.push_back(parse_shape_arg(a, s));
   std::vector<std::pair<std::string, Shape>> out;
@@ -52,14 +54,21 @@ std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std:
       continue;
     }
     if (in.shape.empty() && in.dim_names.empty())
-      throw Error("input '" + in.name + "' has no declared shape: give it with --shape " + in.name + "=...");
+      throw Error("input '" + in.name + "' has no declared shape: give it with --shape " + in.name +
+                  "=...");
     Shape shape = in.shape;
+    bool symbolic = false;
     for (int64_t& d : shape)
-      if (d < 0) d = 1;
+      if (d < 0) {
+        d = 1;
+        symbolic = true;
+      }
+    if (symbolic && defaulted) defaulted->push_back(in.name);
     out.emplace_back(in.name, shape);
   }
   for (const auto& g : given)
-    if (std::none_of(s.inputs().begin(), s.inputs().end(), [&](const IoInfo& i) { return i.name == g.first; }))
+    if (std::none_of(s.inputs().begin(), s.inputs().end(),
+                     [&](const IoInfo& i) { return i.name == g.first; }))
       throw Error("--shape names '" + g.first + "', which is not an input of the model");
   return out;
 }

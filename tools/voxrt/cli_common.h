@@ -11,9 +11,11 @@ namespace voxrt::cli {
 
 /// "input=1x1x96x96x96" or "1x1x96x96x96" (the only input) into (name, shape).
 std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Session& s);
-/// Shapes for every input: given ones, else the declared shape with symbolic dims set to 1.
-std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std::string>& args,
-                                                          const Session& s);
+/// Shapes for every input: given ones, else the declared shape with symbolic dims set to 1
+/// (those inputs' names are added to `defaulted` when given).
+std::vector<std::pair<std::string, Shape>> resolve_shapes(
+    const std::vector<std::string>& args, const Session& s,
+    std::vector<std::string>* defaulted = nullptr);
 /// What --precision accepts: fp32 (the model's own types; "model" says so more plainly for fp16
 /// models), fp16, and either with "+bf16": convolutions then use bf16 products where the CPU has
 /// AVX512-BF16 (FpMath::bf16).

@@ -40,18 +40,10 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
   SessionOptions opt;
   apply_precision(precision, opt);
   Session s(model, opt);
-  auto bound = resolve_shapes(shapes, s);
   // Symbolic dims nobody gave default to 1, which a UNet's pooling may refuse: then the summary
   // keeps what needs no shape and asks for one.
   std::vector<std::string> defaulted;
-  for (const IoInfo& in : s.inputs()) {
-    bool given = std::any_of(shapes.begin(), shapes.end(), [&](const std::string& a) {
-      return a.size() > in.name.size() && a[in.name.size()] == '=' &&
-             a.compare(0, in.name.size(), in.name) == 0;
-    });
-    if (!given && std::any_of(in.shape.begin(), in.shape.end(), [](int64_t d) { return d < 0; }))
-      defaulted.push_back(in.name);
-  }
+  auto bound = resolve_shapes(shapes, s, &defaulted);
   ModelSummary sum;
   std::string plan_error;
   try {
