@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "backends/ref/op.h"
+#include "backends/ref/ops/fused.h"
 #include "passes/passes.h"
 
 namespace voxrt {
@@ -18,14 +19,37 @@ int sole_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& consu
   return c.size() == 1 ? c[0] : -1;
 }
 
+// The operand of Add node `add` other than `v` when it can be a fused convolution's residual: an
+// activation (not a broadcast constant; the fused op checks the shapes match when it plans) of
+// v's dtype. -1 otherwise.
+int residual_operand(const ir::Graph& g, const ir::Node& add, int v) {
+  if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2) return -1;
+  const int other = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
+  if (other < 0 || other == v || g.is_constant(other) ||
+      g.values[static_cast<size_t>(other)].dtype != g.values[static_cast<size_t>(v)].dtype)
+    return -1;
+  return other;
+}
+
 }  // namespace
 
 // Conv [-> Add(other activation)] [-> Relu | LeakyRelu] becomes one voxrt.FusedConv, so the
 // convolution's epilogue adds the residual and applies the activation while the tile is hot;
-// ConvTranspose -> Relu | LeakyRelu (MONAI's up path) becomes a voxrt.FusedConvTranspose.
+// so does Conv -> Relu | LeakyRelu -> Add(other activation) (MONAI's residual units), with the
+// residual added after the activation. ConvTranspose -> Relu | LeakyRelu (MONAI's up path)
+// becomes a voxrt.FusedConvTranspose.
 void fuse_conv_epilogue(ir::Graph& g) {
   auto consumers = g.consumers();
   std::vector<char> drop(g.nodes.size(), 0);
+  // Whether v is a plain Conv's output that only `add` reads: that Conv takes the Add itself,
+  // before any activation after it, so a residual after the activation should not.
+  const std::vector<int> producers = g.producers();
+  auto conv_takes = [&](int v, int add) {
+    const int producer = producers[static_cast<size_t>(v)];
+    return producer >= 0 && g.nodes[static_cast<size_t>(producer)].op_type == "Conv" &&
+           g.nodes[static_cast<size_t>(producer)].domain.empty() &&
+           sole_consumer(g, consumers, v) == add;
+  };
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     ir::Node& conv = g.nodes[k];
     const bool transposed = conv.op_type == "ConvTranspose";
@@ -34,20 +58,19 @@ void fuse_conv_epilogue(ir::Graph& g) {
     int out = conv.outputs[0];
     int residual = -1;
     std::vector<size_t> absorbed;
-    int next = sole_consumer(g, consumers, out);
-    if (!transposed && next >= 0 && g.nodes[static_cast<size_t>(next)].op_type == "Add") {
-      const ir::Node& add = g.nodes[static_cast<size_t>(next)];
-      int other =
-          add.inputs.size() == 2 ? (add.inputs[0] == out ? add.inputs[1] : add.inputs[0]) : -1;
-      // Only a same-shaped activation (not a broadcast constant) is a residual; the fused op
-      // checks the shapes match when it plans.
-      if (other >= 0 && other != out && !g.is_constant(other) &&
-          g.values[static_cast<size_t>(other)].dtype == g.values[static_cast<size_t>(out)].dtype &&
-          static_cast<size_t>(next) > k) {
+    // `consumers` predates this loop's rewrites: an Add another conv took is gone.
+    auto free_consumer = [&](int v) {
+      const int c = sole_consumer(g, consumers, v);
+      return c >= 0 && !drop[static_cast<size_t>(c)] ? c : -1;
+    };
+    int next = free_consumer(out);
+    if (!transposed && next >= 0) {
+      const int other = residual_operand(g, g.nodes[static_cast<size_t>(next)], out);
+      if (other >= 0) {
         residual = other;
         absorbed.push_back(static_cast<size_t>(next));
-        out = add.outputs[0];
-        next = sole_consumer(g, consumers, out);
+        out = g.nodes[static_cast<size_t>(next)].outputs[0];
+        next = free_consumer(out);
       }
     }
     std::string activation;
@@ -59,6 +82,17 @@ void fuse_conv_epilogue(ir::Graph& g) {
         alpha = act.attrs.get_float("alpha", 0.01f);
         absorbed.push_back(static_cast<size_t>(next));
         out = act.outputs[0];
+        next = free_consumer(out);
+      }
+    }
+    bool residual_after = false;
+    if (!transposed && residual < 0 && !activation.empty() && next >= 0) {
+      const int other = residual_operand(g, g.nodes[static_cast<size_t>(next)], out);
+      if (other >= 0 && !conv_takes(other, next)) {
+        residual = other;
+        residual_after = true;
+        absorbed.push_back(static_cast<size_t>(next));
+        out = g.nodes[static_cast<size_t>(next)].outputs[0];
       }
     }
     if (absorbed.empty()) continue;
@@ -74,6 +108,12 @@ void fuse_conv_epilogue(ir::Graph& g) {
     al.kind = ir::Attribute::Kind::f;
     al.f = alpha;
     conv.attrs.items["alpha"] = al;
+    if (residual_after) {
+      ir::Attribute after;
+      after.kind = ir::Attribute::Kind::i;
+      after.i = 1;
+      conv.attrs.items[kResidualAfterActivation] = after;
+    }
     conv.outputs[0] = out;
     for (size_t d : absorbed) drop[d] = 1;
   }

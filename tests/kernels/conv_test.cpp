@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_op.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
+#include "backends/ref/ops/fused.h"
 #include "backends/ref/tensor_math.h"
 #include "core/half.h"
 #include "runtime/thread_pool.h"
@@ -123,6 +124,7 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     conv.domain.clear();
     conv.attrs.items.erase("activation");
     conv.attrs.items.erase("alpha");
+    conv.attrs.items.erase(kResidualAfterActivation);
     out.y = OpRegistry::instance().create(conv, g)->infer_shapes(meta)[0];
   } catch (const Error&) {
     return false;
@@ -315,11 +317,12 @@ std::vector<ConvCase> unet_cases() {
   conv({2, 3, 50}, {5, 3, 5})->ints("pads", {2, 2});
   conv({1, 2, 5, 6, 7}, {50, 2, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
   for (const char* act : {"", "Relu", "LeakyRelu"})
-    for (bool residual : {false, true}) {
+    for (int residual : {0, 1, 2}) {  // none, before the activation, after it
       ConvCase* c = conv({1, 8, 6, 7, 9}, {12, 8, 3, 3, 3});
       c->op = "FusedConv";
       c->activation = act;
-      c->residual = residual;
+      c->residual = residual > 0;
+      if (residual == 2) c->i(kResidualAfterActivation, 1);
       c->ints("pads", {1, 1, 1, 1, 1, 1});
     }
   auto up = [&](Shape x, Shape w) {
@@ -385,6 +388,7 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
     if (attempt % 4 == 3) {
       c.op = "FusedConv";
       c.residual = attempt % 8 == 3;
+      if (attempt % 16 == 11) c.i(kResidualAfterActivation, 1);
       c.activation = attempt % 3 == 0 ? "Relu" : "LeakyRelu";
     }
     // X in parts (a fused Concat), cut at odd places so bf16 channel pairs straddle them.

@@ -21,6 +21,7 @@ struct Problem {
   Activation act;
   bool bias, residual, f32_out;
   bool b_rows;  // B read as rows of a wider matrix (b_offsets s * ld) instead of packed panels
+  bool residual_after_act = false;
 };
 
 // Storage-dtype values in [lo, hi), never exactly zero.
@@ -60,6 +61,7 @@ void run_tiles(const GemmKernel& g, const Problem& pr, const uint8_t* a, BAt b_a
           pr.residual ? residual.data() + (i0 * ldc + j0) * dtype_size(g.storage) : nullptr;
       p.act = pr.act;
       p.alpha = 0.125f;
+      p.residual_after_act = pr.residual_after_act;
       p.f32_out = pr.f32_out;
       fn(static_cast<size_t>(std::min<int64_t>(g.mr, pr.m - i0)),
          static_cast<size_t>(std::min<int64_t>(g.nr, pr.n - j0)), static_cast<size_t>(k),
@@ -72,7 +74,8 @@ void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
   std::string what = std::string(g.name) + " m=" + std::to_string(pr.m) +
                      " n=" + std::to_string(pr.n) + " k=" + std::to_string(pr.k) +
                      " act=" + std::to_string(static_cast<int>(pr.act)) + (pr.bias ? " bias" : "") +
-                     (pr.residual ? " residual" : "") + (pr.f32_out ? " f32_out" : "") +
+                     (pr.residual ? " residual" : "") +
+                     (pr.residual_after_act ? " after act" : "") + (pr.f32_out ? " f32_out" : "") +
                      (pr.b_rows ? " b_rows" : "");
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<float> a(static_cast<size_t>(pr.m * pr.k));
@@ -174,7 +177,8 @@ TEST_P(GemmRowTest, MatchesReferenceOnTileEdgeAndPrimeSizes) {
                   variant % 2 == 0,
                   variant % 5 < 2,
                   variant % 7 == 0,
-                  variant % 4 == 1};
+                  variant % 4 == 1,
+                  variant % 10 == 1};
         check_row(g, p, rng);
         if (HasFatalFailure()) return;
       }

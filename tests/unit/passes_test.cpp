@@ -1,8 +1,9 @@
 // The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes, fold-batchnorm
-// into ConvTranspose, prelu-as-leaky-relu, fuse-group-norm, fuse-concat-into-conv,
-// remove-identity's Pad), and the load pipeline's release of packed weights: each rewritten graph
-// against the graph as it was, on small graphs and on the fixture UNets that carry the patterns. A
-// pass is tested on the graph the passes before it leave (run_passes stopping at its predecessor).
+// into ConvTranspose, prelu-as-leaky-relu, fuse-conv-epilogue's residuals, fuse-group-norm,
+// fuse-concat-into-conv, remove-identity's Pad), and the load pipeline's release of packed
+// weights: each rewritten graph against the graph as it was, on small graphs and on the fixture
+// UNets that carry the patterns. A pass is tested on the graph the passes before it leave
+// (run_passes stopping at its predecessor).
 #include "passes/passes.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "backends/cpu/cpu_op.h"
+#include "backends/ref/ops/fused.h"
 #include "backends/ref/tensor_math.h"
 #include "model_builder.h"
 #include "runtime/compile.h"
@@ -341,6 +343,86 @@ TEST(FoldBatchnorm, IntoConvTranspose) {
   }
 }
 
+// x -> Conv "a" [-> act] -> Add(...) -> [Relu] -> y, the Add's other operand a second Conv "b" of
+// x (`second_conv`) or x itself; `act_after_add` puts a Relu after the Add.
+ir::Graph residual_graph(bool act_before_add, bool second_conv, bool act_after_add) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 4, 6, 7});
+  b.initializer("wa", {4, 4, 3, 3}, pattern(4 * 4 * 9, 8));
+  b.initializer("ba", {4}, pattern(4, 9));
+  auto& a = b.node("Conv", {"x", "wa", "ba"}, {"ca"});
+  ModelBuilder::attr_ints(a, "pads", {1, 1, 1, 1});
+  std::string left = "ca";
+  if (act_before_add) {
+    auto& act = b.node("LeakyRelu", {"ca"}, {"la"});
+    auto* alpha = act.add_attribute();
+    alpha->set_name("alpha");
+    alpha->set_type(onnx::AttributeProto::FLOAT);
+    alpha->set_f(0.2f);
+    left = "la";
+  }
+  std::string right = "x";
+  if (second_conv) {
+    b.initializer("wb", {4, 4, 1, 1}, pattern(4 * 4, 10));
+    b.node("Conv", {"x", "wb"}, {"cb"});
+    right = "cb";
+  }
+  b.node("Add", {left, right}, {act_after_add ? "s" : "y"});
+  if (act_after_add) b.node("Relu", {"s"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  run_passes(g, "prelu-as-leaky-relu");  // the passes before this one
+  return g;
+}
+
+// The FusedConv nodes of g that add a residual after their activation.
+int residual_after_count(const ir::Graph& g) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes)
+    n += node.op_type == "FusedConv" && node.attrs.get_int(kResidualAfterActivation, 0) == 1;
+  return n;
+}
+
+// MONAI's residual unit, act(conv(x)) + x: the Add joins the conv after its activation.
+TEST(FuseConvEpilogue, ResidualAfterTheActivation) {
+  ir::Graph before = residual_graph(true, false, false);
+  ir::Graph after = before;
+  fuse_conv_epilogue(after);
+  EXPECT_EQ(count_ops(after, "Add"), 0);
+  EXPECT_EQ(count_ops(after, "LeakyRelu"), 0);
+  EXPECT_EQ(residual_after_count(after), 1);
+  expect_same_outputs(before, after, {random_input({2, 4, 6, 7}, 14)}, 1e-6, "");
+}
+
+// act(conv_a(x)) + conv_b(x): conv_b takes the Add before any activation (where a Relu after the
+// Add could join it too), and conv_a keeps its own activation.
+TEST(FuseConvEpilogue, ResidualPrefersTheConvWithoutActivation) {
+  for (bool act_after_add : {false, true}) {
+    ir::Graph before = residual_graph(true, true, act_after_add);
+    ir::Graph after = before;
+    fuse_conv_epilogue(after);
+    EXPECT_EQ(count_ops(after, "Add"), 0);
+    EXPECT_EQ(count_ops(after, "Relu"), 0);
+    EXPECT_EQ(count_ops(after, "FusedConv"), 2);
+    EXPECT_EQ(residual_after_count(after), 0);
+    expect_same_outputs(before, after, {random_input({2, 4, 6, 7}, 15)}, 1e-6,
+                        act_after_add ? "relu after add" : "");
+  }
+}
+
+// conv_a(x) + conv_b(x) -> Relu (a ResNet block's two branches): one conv takes the Add and the
+// Relu, the other stays a plain Conv that feeds it.
+TEST(FuseConvEpilogue, TwoConvsTakeOneAddOnce) {
+  ir::Graph before = residual_graph(false, true, true);
+  ir::Graph after = before;
+  fuse_conv_epilogue(after);
+  EXPECT_EQ(count_ops(after, "Add"), 0);
+  EXPECT_EQ(count_ops(after, "Relu"), 0);
+  EXPECT_EQ(count_ops(after, "FusedConv"), 1);
+  EXPECT_EQ(count_ops(after, "Conv"), 1);
+  expect_same_outputs(before, after, {random_input({2, 4, 6, 7}, 16)}, 1e-6, "");
+}
+
 // x -> Conv -> PRelu(slope) -> y, the slope of shape `slope_dims`.
 ir::Graph conv_prelu_graph(const std::vector<int64_t>& slope_dims,
                            const std::vector<float>& slope) {
@@ -392,6 +474,10 @@ TEST(PreluAsLeakyRelu, FixtureMonaiUnet) {
   EXPECT_EQ(count_ops(after, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(after, "LeakyRelu"), 0);
   EXPECT_EQ(count_ops(after, "FusedConvTranspose"), 3);
+  // Every residual unit's Add joins a conv: the strided units' before their residual conv's
+  // (absent) activation, the up path's identity ones after the activation.
+  EXPECT_EQ(count_ops(after, "Add"), 0);
+  EXPECT_EQ(residual_after_count(after), 2);
   expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 8}, 13)}, 1e-5, "");
 }
 

@@ -60,6 +60,7 @@ ConvEpilogue epilogue(const ir::Node& node) {
   e.act = f.kind == FusedEpilogue::Kind::relu         ? Activation::relu
           : f.kind == FusedEpilogue::Kind::leaky_relu ? Activation::leaky_relu
                                                       : Activation::none;
+  e.residual_after_act = node.attrs.get_int(kResidualAfterActivation, 0) != 0;
   return e;
 }
 

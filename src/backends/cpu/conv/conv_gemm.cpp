@@ -245,6 +245,7 @@ GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual) const {
   p.residual = residual;
   p.act = epilogue_.act;
   p.alpha = epilogue_.alpha;
+  p.residual_after_act = epilogue_.residual_after_act;
   return p;
 }
 

@@ -59,6 +59,7 @@ class ConvInput {
 struct ConvEpilogue {
   Activation act = Activation::none;
   float alpha = 0.01f;
+  bool residual_after_act = false;  // y = act(conv(x)) + residual (ConvGemm only)
 };
 
 /// Owned, 64-byte aligned bytes for packed panels.

@@ -11,8 +11,13 @@ namespace {
 
 class FusedConvOp : public Op {
  public:
-  FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual, int64_t parts)
-      : conv_(std::move(conv)), epilogue_(epilogue), has_residual_(has_residual), parts_(parts) {}
+  FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual,
+              bool residual_after, int64_t parts)
+      : conv_(std::move(conv)),
+        epilogue_(epilogue),
+        has_residual_(has_residual),
+        residual_after_(residual_after),
+        parts_(parts) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     std::vector<DType> t = conv_->infer_types(conv_inputs(in, false));
@@ -37,8 +42,10 @@ class FusedConvOp : public Op {
     Tensor& y = out[0];
     const Tensor* r = has_residual_ ? in[3] : nullptr;
     for (int64_t i = 0; i < y.numel(); ++i) {
-      double v = ref::load(y, i) + (r ? ref::load(*r, i) : 0.0);
-      ref::store(y, i, epilogue_.apply(v));
+      const double res = r ? ref::load(*r, i) : 0.0;
+      ref::store(y, i,
+                 residual_after_ ? epilogue_.apply(ref::load(y, i)) + res
+                                 : epilogue_.apply(ref::load(y, i) + res));
     }
   }
   int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const override {
@@ -93,6 +100,7 @@ class FusedConvOp : public Op {
   std::unique_ptr<Op> conv_;
   FusedEpilogue epilogue_;
   bool has_residual_;
+  bool residual_after_;
   int64_t parts_;
 };
 
@@ -119,6 +127,7 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   conv.attrs.items.erase("activation");
   conv.attrs.items.erase("alpha");
   conv.attrs.items.erase("x_parts");
+  conv.attrs.items.erase(kResidualAfterActivation);
   return conv;
 }
 
@@ -133,8 +142,9 @@ void register_fused_ops(OpRegistry& r) {
              std::to_string(c.node.num_inputs()) + " inputs");
     if (c.node.op_type == "FusedConvTranspose" && (residual || parts != 1))
       c.fail("a fused ConvTranspose takes no residual and no parts of X");
+    const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
-                                         residual, parts);
+                                         residual, after, parts);
   };
   r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, factory);
   r.add(std::string(kInternalDomain) + ".FusedConvTranspose", 1, 21, factory);

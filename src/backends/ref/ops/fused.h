@@ -1,4 +1,5 @@
 // voxrt.FusedConv: y = activation(conv(x) + residual), inputs X, W, B, residual (optional);
+// with residual_after_activation = 1, y = activation(conv(x)) + residual (MONAI's residual units);
 // with x_parts = k > 1, X is the channel concatenation of input 0 and inputs 4 .. 2 + k (a
 // Concat fused into the convolution, which reads the parts in place).
 // voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B.
@@ -7,6 +8,9 @@
 #include "ir/graph.h"
 
 namespace voxrt {
+
+/// FusedConv's int attribute: add the residual after the activation instead of before it.
+inline constexpr const char* kResidualAfterActivation = "residual_after_activation";
 
 struct FusedEpilogue {
   enum class Kind { none, relu, leaky_relu };

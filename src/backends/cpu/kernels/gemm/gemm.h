@@ -25,12 +25,14 @@ namespace voxrt::cpu {
 enum class Activation : uint8_t { none, relu, leaky_relu };
 
 /// What a microkernel does after the k loop. Row i of the tile gets bias[i], then the residual
-/// tile (storage dtype, C's row stride), then the activation, and is stored in the storage dtype.
+/// tile (storage dtype, C's row stride), then the activation, and is stored in the storage dtype;
+/// with residual_after_act the residual is added after the activation instead.
 struct GemmParams {
   const float* bias = nullptr;
   const void* residual = nullptr;
   Activation act = Activation::none;
   float alpha = 0.01f;  // LeakyRelu slope
+  bool residual_after_act = false;
   /// Store the raw fp32 sums (no bias, residual or activation) whatever the storage dtype.
   bool f32_out = false;
 };

@@ -88,10 +88,12 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
 #pragma GCC unroll 4
     for (int j = 0; j < kNr / 16; ++j) {
       __m512 v = _mm512_add_ps(_mm512_load_ps(sum[i] + 16 * j), bias);
-      if (res)
-        v = _mm512_add_ps(
-            v, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(res + 16 * j))));
+      const __m512 r =
+          res ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(res + 16 * j)))
+              : _mm512_setzero_ps();
+      if (!p.residual_after_act) v = _mm512_add_ps(v, r);
       v = activate(v, p.act, alpha);
+      if (p.residual_after_act) v = _mm512_add_ps(v, r);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16 * j),
                           _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }

@@ -16,7 +16,7 @@ namespace voxrt::cpu::gemm_detail {
 template <class V, class Out, int MR, int NV>
 inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, Out* c,
                         size_t ldc, const float* bias, const Out* residual, Activation act,
-                        float alpha) {
+                        float alpha, bool residual_after_act) {
   using Vec = typename V::Vec;
   constexpr int NR = NV * V::W;
   const bool full = nc == NR;
@@ -38,11 +38,12 @@ inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t 
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       Vec v = V::add(acc[i][j], b);
-      if (res) v = V::add(v, V::load(res + j * V::W));
+      if (res && !residual_after_act) v = V::add(v, V::load(res + j * V::W));
       if (act == Activation::relu)
         v = V::relu(v);
       else if (act == Activation::leaky_relu)
         v = V::leaky(v, slope);
+      if (res && residual_after_act) v = V::add(v, V::load(res + j * V::W));
       V::store(dst + j * V::W, v);
     }
     if (!full) std::memcpy(row, tmp_out, nc * sizeof(Out));
@@ -55,11 +56,12 @@ inline void finish(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, v
                    const GemmParams& p) {
   if (p.f32_out) {
     finish_tile<V, float, MR, NV>(acc, mr, nc, static_cast<float*>(c), ldc, nullptr, nullptr,
-                                  Activation::none, 0.0f);
+                                  Activation::none, 0.0f, false);
     return;
   }
   finish_tile<V, Out, MR, NV>(acc, mr, nc, static_cast<Out*>(c), ldc, p.bias,
-                              static_cast<const Out*>(p.residual), p.act, p.alpha);
+                              static_cast<const Out*>(p.residual), p.act, p.alpha,
+                              p.residual_after_act);
 }
 
 /// C tile = A micro-panel (fp32, MR per step) x B rows (fp32, NR = NV * W per step, at
