@@ -210,6 +210,33 @@ TEST(GemmTable, EveryStorageDtypeHasAPortableRowAndNamesAreUnique) {
   EXPECT_EQ(find_gemm_kernel(Isa::amx, DType::f64), nullptr);
 }
 
+// The pair converts against two member converts: the same elements, whatever n's tail; a null
+// second row gives zero high members. Poisoned past n, to see writes outside it.
+TEST(GemmTable, PairConvertMatchesTwoMemberConverts) {
+  std::mt19937 rng(23);
+  int rows = 0;
+  for (const GemmKernel& g : gemm_kernels()) {
+    if (!g.to_panel_pair) continue;
+    ASSERT_EQ(g.k_pack, 2) << g.name;
+    if (cpu_features().detected < g.isa) continue;
+    ++rows;
+    const size_t eb = panel_type_bytes(g.b_panel);
+    for (size_t n : {1, 7, 16, 17, 48, 95, 130}) {
+      std::vector<uint8_t> first = random_storage(g.storage, static_cast<int64_t>(n), rng, -3, 3);
+      std::vector<uint8_t> second = random_storage(g.storage, static_cast<int64_t>(n), rng, -3, 3);
+      for (bool with_second : {true, false}) {
+        std::vector<uint8_t> got((n + 4) * eb, 0x5a), want = got;
+        g.to_panel_pair(first.data(), with_second ? second.data() : nullptr, got.data(), n);
+        std::fill_n(want.begin(), n * eb, 0);
+        g.to_panel(first.data(), want.data(), n);
+        if (with_second) g.to_panel(second.data(), want.data() + eb / 2, n);
+        EXPECT_EQ(got, want) << g.name << " n=" << n << (with_second ? "" : " no second row");
+      }
+    }
+  }
+  if (rows == 0) GTEST_SKIP() << "no row with pair converts runs on this CPU";
+}
+
 TEST(GemmTable, Bf16ProductsOnlyWhenAllowed) {
   for (DType t : {DType::f32, DType::f16})
     for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::avx512fp16, Isa::amx}) {

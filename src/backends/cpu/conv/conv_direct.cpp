@@ -176,9 +176,11 @@ struct PhaseLayout {
 // padded plane starting at `dst`: padded row py = iy + pad lands in phase row py / sy - y0, column
 // j of phase rx holds padded column j * sx + rx, or with unit strides and a `shift`, padded
 // column j + shift (the second tap of a tap pair). `scratch` holds 2 * xlen storage elements.
+// With `second` (a channel pair at unit strides, no shift: g.to_panel_pair), `dst` is the
+// element and both members are written at once, the second from the same rows of `second`.
 void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
-               const uint8_t* src, int64_t iy0, int64_t iy1, int64_t y0, int64_t shift,
-               uint8_t* dst, uint8_t* scratch) {
+               const uint8_t* src, const uint8_t* second, int64_t iy0, int64_t iy1, int64_t y0,
+               int64_t shift, uint8_t* dst, uint8_t* scratch) {
   const int64_t sy = ph.sy, sx = ph.sx, es = static_cast<int64_t>(dtype_size(g.storage));
   for (int64_t iy = iy0; iy < iy1; ++iy) {
     const uint8_t* row = src + iy * win.in[2] * es;
@@ -187,6 +189,11 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
       return dst + ((py % sy * sx + rx) * ph.phase_plane + (py / sy - y0) * ph.xlen + j) *
                        static_cast<int64_t>(ph.bb);
     };
+    if (second) {
+      g.to_panel_pair(row, second + iy * win.in[2] * es, phase_row(0, win.pad[2]),
+                      static_cast<size_t>(win.in[2]));
+      continue;
+    }
     if (sx == 1) {
       const int64_t skip = std::clamp<int64_t>(shift - win.pad[2], 0, win.in[2]);
       g.to_panel(row + skip * es, phase_row(0, win.pad[2] - shift + skip),
@@ -396,24 +403,35 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
 
   // Input plane iz of channel pack `pack` of group grp of batch item n, the band's rows, into
-  // `dst`.
+  // `dst`. Channel pairs at unit width stride convert both members in one pass; an odd last
+  // channel pairs with a plane of zeros.
+  const bool pair_rows = g.to_panel_pair != nullptr && !tap_pairs_ && sx == 1;
+  const std::vector<uint8_t> zeros(
+      pair_rows && cg_ % 2 ? static_cast<size_t>(win.in[1] * win.in[2]) * es : 0, 0);
   auto fill_plane = [&](int64_t n, int64_t grp, int64_t pack, int64_t iz, const Band& band,
                         uint8_t* dst, uint8_t* scratch) {
     // A pack short of channels (the last, with an odd count) or a tap pair (its second member
-    // shifted) keeps zeros where no member lands.
-    const bool partial = (pack + 1) * kp > cg_;
+    // shifted) keeps zeros where no member lands; pair_rows writes them.
+    const bool partial = (pack + 1) * kp > cg_ && !pair_rows;
     if (iz < 0 || iz >= win.in[0] || partial)
       std::memset(dst, 0, static_cast<size_t>(plane) * bb);
     else
       zero_padding(win, layout, dst, band.iy0, band.iy1, band.y0, ylen);
     if (iz < 0 || iz >= win.in[0]) return;
+    const int64_t plane_at = iz * win.in[1] * win.in[2] * static_cast<int64_t>(es);
+    if (pair_rows) {
+      const int64_t c = grp * cg_ + pack * 2;
+      copy_rows(g, win, layout, x.plane(n, c) + plane_at,
+                pack * 2 + 1 < cg_ ? x.plane(n, c + 1) + plane_at : zeros.data(), band.iy0,
+                band.iy1, band.y0, 0, dst, scratch);
+      return;
+    }
     // Member h: channel pack * kp + h, or with tap pairs the one channel shifted by h taps.
     for (int64_t h = 0; h < kp; ++h) {
       const int64_t c = tap_pairs_ ? 0 : pack * kp + h;
       if (c >= cg_) break;
-      const uint8_t* src =
-          x.plane(n, grp * cg_ + c) + iz * win.in[1] * win.in[2] * static_cast<int64_t>(es);
-      copy_rows(g, win, layout, src, band.iy0, band.iy1, band.y0,
+      const uint8_t* src = x.plane(n, grp * cg_ + c) + plane_at;
+      copy_rows(g, win, layout, src, nullptr, band.iy0, band.iy1, band.y0,
                 tap_pairs_ ? h * win.dilation[2] : 0, dst + static_cast<size_t>(h) * member,
                 scratch);
     }

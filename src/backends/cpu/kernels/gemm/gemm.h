@@ -50,6 +50,9 @@ using GemmUkernel = void (*)(size_t mr, size_t nc, size_t k, const void* a, cons
 /// several steps per element (k_pack > 1) it writes one member of each of n consecutive elements:
 /// `dst` points at the member of the first, and the next is panel_type_bytes(b_panel) further.
 using PanelConvert = void (*)(const void* src, void* dst, size_t n);
+/// For rows with k_pack = 2: converts n values of `first` and of `second` (null: zeros) into
+/// both members of n consecutive panel elements at `dst`, in one pass (whole-element stores).
+using PanelConvertPair = void (*)(const void* first, const void* second, void* dst, size_t n);
 
 /// Element of a packed panel. f16_pair holds each fp16 value twice, so that a 32-bit broadcast
 /// (a plain load on x86) fills a vector with it. bf16_pair holds two consecutive steps as bfloat16
@@ -72,6 +75,7 @@ struct GemmKernel {
   int k_pack;
   GemmUkernel ukernel;
   PanelConvert to_panel;
+  PanelConvertPair to_panel_pair = nullptr;  // rows with k_pack = 2
 };
 
 /// Rows whose products are of bfloat16-rounded operands (FpMath::bf16 only).

@@ -58,4 +58,27 @@ inline void to_bf16_member(const void* src, void* dst, size_t n, size_t src_byte
   }
 }
 
+/// Writes n bf16_pair elements at dst: the low halves from `first`, the high halves from
+/// `second` (zeros when null), each widened by `widen` and rounded to bf16 (to nearest even).
+template <class Widen>
+inline void to_bf16_pair(const void* first, const void* second, void* dst, size_t n,
+                         size_t src_bytes, Widen widen) {
+  const uint8_t* lo = static_cast<const uint8_t*>(first);
+  const uint8_t* hi = static_cast<const uint8_t*>(second);
+  uint32_t* d = static_cast<uint32_t*>(dst);
+  // vcvtne2ps2bf16 puts `lo`'s 16 values in 16-bit lanes 0-15 and `hi`'s in 16-31; lane 2j of
+  // the result takes lane j, lane 2j + 1 lane 16 + j.
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i order = _mm512_load_si512(kInterleave);
+  for (size_t j = 0; j < n; j += 16) {
+    const size_t left = n - j < 16 ? n - j : 16;
+    const __mmask16 in = static_cast<__mmask16>((1u << left) - 1);
+    const __m512 h = hi ? widen(hi + j * src_bytes, in) : _mm512_setzero_ps();
+    const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(h, widen(lo + j * src_bytes, in));
+    _mm512_mask_storeu_epi32(d + j, in, _mm512_permutexvar_epi16(order, both));
+  }
+}
+
 }  // namespace voxrt::cpu::gemm_detail

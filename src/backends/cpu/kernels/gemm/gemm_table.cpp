@@ -20,16 +20,16 @@ namespace {
 constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f32_bf16dot_gemm_8x48__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 8, 48, 0, 2, f32_bf16dot_gemm_8x48_avx512bf16,
-     f32_to_bf16_member_avx512bf16},
+     f32_to_bf16_member_avx512bf16, f32_to_bf16_pair_avx512bf16},
     {Isa::avx512bf16, "f32_bf16dot_gemm_6x64__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 64, 0, 2, f32_bf16dot_gemm_6x64_avx512bf16,
-     f32_to_bf16_member_avx512bf16},
+     f32_to_bf16_member_avx512bf16, f32_to_bf16_pair_avx512bf16},
     {Isa::avx512bf16, "f32_bf16dot_gemm_6x48__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 48, 0, 2, f32_bf16dot_gemm_6x48_avx512bf16,
-     f32_to_bf16_member_avx512bf16},
+     f32_to_bf16_member_avx512bf16, f32_to_bf16_pair_avx512bf16},
     {Isa::avx512bf16, "f32_bf16dot_gemm_3x96__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 3, 96, 0, 2, f32_bf16dot_gemm_3x96_avx512bf16,
-     f32_to_bf16_member_avx512bf16},
+     f32_to_bf16_member_avx512bf16, f32_to_bf16_pair_avx512bf16},
     {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0, 1,
      f32_gemm_8x48_avx512, copy_f32_panel},
     {Isa::avx512, "f32_gemm_6x64__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 64, 0, 1,
@@ -50,16 +50,16 @@ constexpr GemmKernel kKernels[] = {
      PanelType::f16, 6, 64, kF16CarrySteps, 1, f16_f16acc_gemm_6x64_avx512fp16, copy_f16_panel},
     {Isa::avx512bf16, "f16_bf16dot_gemm_8x48__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 8, 48, 0, 2, f16_bf16dot_gemm_8x48_avx512bf16,
-     f16_to_bf16_member_avx512bf16},
+     f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16},
     {Isa::avx512bf16, "f16_bf16dot_gemm_6x64__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 64, 0, 2, f16_bf16dot_gemm_6x64_avx512bf16,
-     f16_to_bf16_member_avx512bf16},
+     f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16},
     {Isa::avx512bf16, "f16_bf16dot_gemm_6x48__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 48, 0, 2, f16_bf16dot_gemm_6x48_avx512bf16,
-     f16_to_bf16_member_avx512bf16},
+     f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16},
     {Isa::avx512bf16, "f16_bf16dot_gemm_3x96__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 3, 96, 0, 2, f16_bf16dot_gemm_3x96_avx512bf16,
-     f16_to_bf16_member_avx512bf16},
+     f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16},
     {Isa::avx512, "f16_f32acc_gemm_8x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 48,
      0, 1, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512},
     {Isa::avx512, "f16_f32acc_gemm_6x64__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 64,
@@ -183,6 +183,18 @@ void pack_b(const GemmKernel& g, const void* src, int64_t ld, int64_t k, int64_t
   const int64_t panel = packed_steps(g, k) * g.nr;
   const uint8_t* s = static_cast<const uint8_t*>(src);
   uint8_t* d = static_cast<uint8_t*>(dst);
+  if (g.to_panel_pair) {
+    // Both members of each element at once (k_pack 2); a last odd step pairs with zeros.
+    for (int64_t r = 0; r < k; r += 2)
+      for (int64_t j0 = 0; j0 < n; j0 += g.nr) {
+        const int64_t cols = std::min<int64_t>(g.nr, n - j0);
+        uint8_t* out = d + ((j0 / g.nr) * panel + r / 2 * g.nr) * eb;
+        g.to_panel_pair(s + (r * ld + j0) * sb, r + 1 < k ? s + ((r + 1) * ld + j0) * sb : nullptr,
+                        out, static_cast<size_t>(cols));
+        std::memset(out + cols * eb, 0, (g.nr - cols) * eb);
+      }
+    return;
+  }
   // Members are written one step at a time: zero the columns and steps no step fills first.
   if (g.k_pack > 1) std::memset(d, 0, packed_b_bytes(g, k, n));
   // Row by row, so the source is read in long sequential runs.
