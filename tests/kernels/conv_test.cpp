@@ -211,9 +211,12 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
       n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
   int64_t group = c.attrs.count("group") ? c.attrs.at("group").i : 1;
   const bool conv = c.op == "Conv" || c.op == "FusedConv";
-  // One input channel a group at width stride > 1 keeps fp32 products (see accept()).
+  // One input channel a group at width stride > 1 keeps fp32 products, except at stride 2
+  // without dilation (see accept()).
+  const int64_t width_stride = c.attrs.count("strides") ? c.attrs.at("strides").is.back() : 1;
+  const bool width_dilated = c.attrs.count("dilations") && c.attrs.at("dilations").is.back() != 1;
   const bool strided_single =
-      conv && c.w[1] == 1 && c.attrs.count("strides") && c.attrs.at("strides").is.back() > 1;
+      conv && c.w[1] == 1 && width_stride > 1 && (width_stride != 2 || width_dilated);
   const GemmKernel* row = find_gemm_kernel(path.isa, t, conv ? c.w[0] / group : 0,
                                            path.fpmath == FpMath::bf16 && !strided_single);
   // The row's name, then any sibling tiles the direct path may take ("...__avx512+6x48").
@@ -307,6 +310,11 @@ std::vector<ConvCase> unet_cases() {
   };
   conv({1, 8, 10, 9, 11}, {8, 8, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
   conv({2, 1, 12, 12, 12}, {8, 1, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
+  // One input channel at width stride 2 (MONAI's first layer): bf16 pairs of width columns.
+  conv({1, 1, 13, 14, 15}, {8, 1, 3, 3, 3})
+      ->ints("pads", {1, 1, 1, 1, 1, 1})
+      .ints("strides", {2, 2, 2});
+  conv({2, 1, 9, 17}, {5, 1, 2, 4})->ints("pads", {0, 2, 1, 1}).ints("strides", {1, 2});
   conv({1, 4, 9, 10, 13}, {16, 4, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
   conv({1, 16, 7, 8, 9}, {3, 16, 1, 1, 1})->bias = false;
   conv({1, 8, 11, 10, 9}, {16, 8, 3, 3, 3})

@@ -44,10 +44,14 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   bool conv = node.op_type == "Conv" || node.op_type == "FusedConv";
   bool bf16 = ctx.fpmath == FpMath::bf16;
   // One input channel a group: bf16 pairs width taps, which only the direct path reads, and only
-  // at width stride 1; strided (a MONAI UNet's first layer) the im2col path with half-empty
-  // pairs took three times as long as fp32 products.
+  // at width stride 1, or 2 without dilation (a MONAI UNet's first layer); at other strides the
+  // im2col path with half-empty pairs took three times as long as fp32 products.
   std::vector<int64_t> strides = node.attrs.get_ints("strides", {});
-  if (conv && a.w->dim(1) == 1 && !strides.empty() && strides.back() > 1) bf16 = false;
+  std::vector<int64_t> dilations = node.attrs.get_ints("dilations", {});
+  const int64_t width_stride = strides.empty() ? 1 : strides.back();
+  const bool width_dilated = !dilations.empty() && dilations.back() != 1;
+  if (conv && a.w->dim(1) == 1 && width_stride > 1 && (width_stride != 2 || width_dilated))
+    bf16 = false;
   a.kernel = find_gemm_kernel(ctx.isa, t, conv ? a.w->dim(0) / a.group : 0, bf16);
   return a.kernel != nullptr;
 }

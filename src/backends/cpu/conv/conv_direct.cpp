@@ -228,6 +228,28 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
   }
 }
 
+// Input rows [iy0, iy1) of one channel's plane into a padded plane of width pairs (`ph` with
+// one width phase): element j of a padded row holds padded columns 2j and 2j + 1. `scratch`
+// holds 4 * xlen storage elements: the padded row, then its even and odd columns.
+void copy_wide_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
+                    const uint8_t* src, int64_t iy0, int64_t iy1, int64_t y0, uint8_t* dst,
+                    uint8_t* scratch) {
+  const int64_t es = static_cast<int64_t>(dtype_size(g.storage)), n = ph.xlen;
+  uint8_t* even = scratch + 2 * n * es;
+  uint8_t* odd = even + n * es;
+  std::memset(scratch, 0, static_cast<size_t>(2 * n * es));
+  for (int64_t iy = iy0; iy < iy1; ++iy) {
+    std::memcpy(scratch + win.pad[2] * es, src + iy * win.in[2] * es,
+                static_cast<size_t>(win.in[2] * es));
+    deinterleave(scratch, n, static_cast<size_t>(es), even, odd);
+    const int64_t py = iy + win.pad[1];
+    g.to_panel_pair(
+        even, odd,
+        dst + (py % ph.sy * ph.phase_plane + (py / ph.sy - y0) * n) * static_cast<int64_t>(ph.bb),
+        static_cast<size_t>(n));
+  }
+}
+
 // Zeroes what copy_rows leaves unwritten in a padded plane of `ylen` rows per phase: with unit
 // strides only the padding columns of copied rows and the rows not copied, so that most of the
 // plane is written once (clearing it all first doubled the stores, and two threads clearing at
@@ -266,9 +288,13 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                       (win.out[d] - 1) * win.stride[d] + (win.kernel[d] - 1) * win.dilation[d] + 1);
   // Phase plane (ry, rx) holds padded rows ry, ry + sy, ... and columns rx, rx + sx, ...
   const int64_t sy = win.stride[1], sx = win.stride[2];
-  // Tap pairs read the pair's second tap one dilation to the right in the same row: unit width
-  // strides only (the packed path takes the others).
-  if (sx > kMaxPhases || sy > kMaxPhases || (tap_pairs_ && sx != 1)) return false;
+  // Tap pairs read the pair's second tap one dilation to the right in the same row, at unit
+  // width stride. At width stride 2 without dilation (a MONAI UNet's first layer) element j of
+  // a padded row holds its columns 2j and 2j + 1 instead: output j's pair p (taps 2p, 2p + 1) is
+  // element j + p, and the width needs no phases. The packed path takes other strides.
+  const bool wide_pairs = tap_pairs_ && sx == 2 && win.dilation[2] == 1;
+  if (sx > kMaxPhases || sy > kMaxPhases || (tap_pairs_ && sx != 1 && !wide_pairs)) return false;
+  const int64_t px = wide_pairs ? 1 : sx;  // width phases of the padded planes
   const int64_t xlen = ceil_div(ext[2], sx);
 
   // The sibling row (same A panels, another NR) whose strips fit these output rows best.
@@ -305,7 +331,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     return rows == oh ? ceil_div(ext[1], sy) : ceil_div((rows - 1) * sy + reach_y, sy);
   };
   auto band_bytes = [&](int64_t rows) {
-    return packs * reach * sy * sx * band_ylen(rows) * xlen * static_cast<int64_t>(bb);
+    return packs * reach * sy * px * band_ylen(rows) * xlen * static_cast<int64_t>(bb);
   };
   int64_t band_rows = oh;
   if (per_thread) {
@@ -325,8 +351,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   }
   const int64_t n_bands = ceil_div(oh, band_rows);
   const int64_t ylen = band_ylen(band_rows);
-  const int64_t phase_plane = ylen * xlen, plane = sy * sx * phase_plane;
-  const PhaseLayout layout{sy, sx, xlen, phase_plane, bb};
+  const int64_t phase_plane = ylen * xlen, plane = sy * px * phase_plane;
+  const PhaseLayout layout{sy, px, xlen, phase_plane, bb};
 
   // Strips of a full band and of the last, shorter one.
   std::vector<Strip> strips, last_strips;
@@ -359,10 +385,12 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     for (int64_t kz = 0; kz < win.kernel[0]; ++kz)
       for (int64_t ky = 0; ky < win.kernel[1]; ++ky)
         for (int64_t e = 0; e < kx_count; ++e, ++k) {
-          const int64_t dy = ky * win.dilation[1], dx = e * kx_step * win.dilation[2];
+          // dx: padded columns, or with wide pairs elements.
+          const int64_t dy = ky * win.dilation[1],
+                        dx = wide_pairs ? e : e * kx_step * win.dilation[2];
           offsets[static_cast<size_t>(k)] = c * chan + kz * win.dilation[0] * plane +
-                                            (dy % sy * sx + dx % sx) * phase_plane +
-                                            dy / sy * xlen + dx / sx;
+                                            (dy % sy * px + dx % px) * phase_plane +
+                                            dy / sy * xlen + dx / px;
         }
   // The furthest a strip reads: its furthest step, NR lanes past the slab's last strip.
   const int64_t reads = (slab_out - 1) * sz * plane + strips.back().q + nr +
@@ -419,6 +447,11 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       zero_padding(win, layout, dst, band.iy0, band.iy1, band.y0, ylen);
     if (iz < 0 || iz >= win.in[0]) return;
     const int64_t plane_at = iz * win.in[1] * win.in[2] * static_cast<int64_t>(es);
+    if (wide_pairs) {
+      copy_wide_rows(g, win, layout, x.plane(n, grp * cg_) + plane_at, band.iy0, band.iy1, band.y0,
+                     dst, scratch);
+      return;
+    }
     if (pair_rows) {
       const int64_t c = grp * cg_ + pack * 2;
       copy_rows(g, win, layout, x.plane(n, c) + plane_at,
@@ -481,7 +514,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     const int64_t per_group = win.out[0] * n_bands;
     parallel(n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
-      std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
+      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
       for (int64_t item = begin; item < end; ++item) {
         const int64_t n = item / (group_ * per_group), grp = item / per_group % group_,
@@ -508,7 +541,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         const int64_t outs = std::min(slab_out, win.out[0] - z0);
         const int64_t planes = (outs - 1) * sz + reach;
         parallel(packs * planes, [&](int64_t begin, int64_t end) {
-          std::vector<uint8_t> scratch(static_cast<size_t>(2 * xlen) * es);
+          std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
           for (int64_t i = begin; i < end; ++i) {
             const int64_t pack = i / planes, lp = i % planes;
             fill_plane(n, grp, pack, z0 * sz + lp - win.pad[0], band,
