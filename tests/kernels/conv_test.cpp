@@ -217,7 +217,12 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   const bool width_dilated = c.attrs.count("dilations") && c.attrs.at("dilations").is.back() != 1;
   const bool strided_single =
       conv && c.w[1] == 1 && width_stride > 1 && (width_stride != 2 || width_dilated);
-  const GemmKernel* row = find_gemm_kernel(path.isa, t, conv ? c.w[0] / group : 0,
+  // A ConvTranspose in its gather form runs convolutions to its M output channels (C, M, k...).
+  const bool gather = fast->kernel_name().find(" gather") != std::string::npos;
+  const GemmKernel* row = find_gemm_kernel(path.isa, t,
+                                           conv     ? c.w[0] / group
+                                           : gather ? c.w[1]
+                                                    : 0,
                                            path.fpmath == FpMath::bf16 && !strided_single);
   // The row's name, then any sibling tiles the direct path may take ("...__avx512+6x48").
   ASSERT_EQ(fast->kernel_name().rfind(row->name, 0), 0u) << c.str() << ": the lowering declined";
@@ -448,29 +453,41 @@ TEST_P(ConvLoweringTest, LargePlanesInBandsMatchReference) {
   }
 }
 
-// Overlapping transposed convolutions whose fp32 sums exceed one work item's budget run in
-// blocks of output planes: MONAI's 3x3x3 stride-2 up-convolution, a 2D one and an odd stride and
-// dilation, on one and two threads (blocks at both ends of the depth drop taps).
-TEST_P(ConvLoweringTest, ConvTransposeInPlaneBlocksMatchesReference) {
+// Overlapping transposed convolutions on large planes, in blocks of output planes. The scatter
+// form (groups or dilation) sums blocks within one work item's budget: MONAI's 3x3x3 stride-2
+// up-convolution made grouped, and an odd stride with dilation (blocks at both ends of the depth
+// drop taps). The gather form pads slabs of input planes within its budget: MONAI's up-conv on
+// planes large enough for several slabs (with bf16 pairs), and a 2D one.
+TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
   ThreadPool pool(2);
   std::mt19937 rng(17);
-  std::vector<ConvCase> v(3);
+  std::vector<ConvCase> v(4);
   for (ConvCase& c : v) c.op = "ConvTranspose";
   v[0].op = "FusedConvTranspose";  // MONAI's up-conv, then PReLU as LeakyRelu
   v[0].activation = "LeakyRelu";
-  v[0].x = {1, 5, 11, 40, 37};
-  v[0].w = {5, 7, 3, 3, 3};
-  v[0].ints("strides", {2, 2, 2}).ints("pads", {1, 1, 1, 1, 1, 1});
+  v[0].x = {1, 6, 11, 40, 37};
+  v[0].w = {6, 7, 3, 3, 3};
+  v[0].ints("strides", {2, 2, 2}).ints("pads", {1, 1, 1, 1, 1, 1}).i("group", 2);
   v[0].ints("output_padding", {1, 1, 1});
-  v[1].x = {2, 3, 150, 161};
-  v[1].w = {3, 4, 3, 3};
-  v[1].ints("strides", {2, 2}).ints("pads", {1, 0, 1, 1});
-  v[2].x = {1, 4, 9, 31, 30};
-  v[2].w = {4, 6, 3, 2, 3};
-  v[2].ints("strides", {3, 1, 3}).ints("dilations", {2, 1, 1}).ints("pads", {2, 1, 0, 1, 0, 1});
+  v[1].x = {1, 4, 9, 31, 30};
+  v[1].w = {4, 6, 3, 2, 3};
+  v[1].ints("strides", {3, 1, 3}).ints("dilations", {2, 1, 1}).ints("pads", {2, 1, 0, 1, 0, 1});
+  v[2].op = "FusedConvTranspose";
+  v[2].activation = "Relu";
+  v[2].x = {1, 1, 12, 160, 161};  // two slabs of bf16 pairs (1 MiB budget)
+  v[2].w = {1, 1, 3, 3, 3};
+  v[2].ints("strides", {2, 2, 2}).ints("pads", {1, 1, 1, 1, 1, 1});
+  v[2].ints("output_padding", {1, 1, 0});
+  v[3].x = {2, 3, 150, 161};
+  v[3].w = {3, 4, 3, 3};
+  v[3].ints("strides", {2, 2}).ints("pads", {1, 0, 1, 1});
   int k = 0;
   for (const ConvCase& c : v) {
     ++k;
+    if (k == 3) {  // the large one once, where it takes several slabs
+      if (GetParam().fpmath == FpMath::bf16) check(c, DType::f16, GetParam(), &pool, rng);
+      continue;
+    }
     check(c, k % 2 ? DType::f32 : DType::f16, GetParam(), k % 3 ? &pool : nullptr, rng);
     check(c, k % 2 ? DType::f16 : DType::f32, GetParam(), k % 3 ? nullptr : &pool, rng);
   }

@@ -129,8 +129,12 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
 class GemmConvTransposeOp : public CpuOp {
  public:
   GemmConvTransposeOp(std::unique_ptr<Op> ref, ConvWindow attrs,
-                      std::unique_ptr<ConvTransposeGemm> conv)
-      : CpuOp(std::move(ref)), attrs_(attrs), conv_(std::move(conv)) {}
+                      std::unique_ptr<ConvTransposeGemm> scatter,
+                      std::unique_ptr<ConvTransposeDirect> gather)
+      : CpuOp(std::move(ref)),
+        attrs_(attrs),
+        scatter_(std::move(scatter)),
+        gather_(std::move(gather)) {}
 
   void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
            std::vector<Tensor>& out) const override {
@@ -146,14 +150,21 @@ class GemmConvTransposeOp : public CpuOp {
       w.in[d] = lead ? 1 : x.dim(static_cast<int64_t>(d + rank - 1));
       w.out[d] = lead ? 1 : y.dim(static_cast<int64_t>(d + rank - 1));
     }
-    conv_->run(ctx, w, x, y);
+    if (gather_)
+      gather_->run(ctx, w, x, y);
+    else
+      scatter_->run(ctx, w, x, y);
   }
-  std::string kernel_name() const override { return conv_->kernel().name; }
+  std::string kernel_name() const override {
+    return gather_ ? gather_->kernel_names() : scatter_->kernel().name;
+  }
   std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B
 
  private:
   ConvWindow attrs_;  // kernel, stride, dilation, pad; in and out set per run
-  std::unique_ptr<ConvTransposeGemm> conv_;
+  // One of the two: overlapping taps in the gather form where it applies, else the scatter form.
+  std::unique_ptr<ConvTransposeGemm> scatter_;
+  std::unique_ptr<ConvTransposeDirect> gather_;
 };
 
 // The output size comes from the reference's inference; what the scatter needs besides is the
@@ -187,9 +198,16 @@ std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_pt
     w.pad[d] = lead ? 0 : pads[s];
     if (w.stride[d] < 1 || w.dilation[d] < 1 || w.pad[d] < 0) return nullptr;
   }
-  auto conv = std::make_unique<ConvTransposeGemm>(*a.kernel, ctx.isa, *a.w, a.bias, a.group,
-                                                  fused ? epilogue(node) : ConvEpilogue{});
-  return std::make_unique<GemmConvTransposeOp>(std::move(ref), w, std::move(conv));
+  const ConvEpilogue e = fused ? epilogue(node) : ConvEpilogue{};
+  if (ConvTransposeDirect::applies(w, a.group)) {
+    // Convolutions to M channels: the row whose MR fits M, as a Conv would take.
+    const GemmKernel* g =
+        find_gemm_kernel(ctx.isa, a.w->dtype(), a.w->dim(1), ctx.fpmath == FpMath::bf16);
+    return std::make_unique<GemmConvTransposeOp>(
+        std::move(ref), w, nullptr, std::make_unique<ConvTransposeDirect>(*g, *a.w, a.bias, w, e));
+  }
+  auto conv = std::make_unique<ConvTransposeGemm>(*a.kernel, ctx.isa, *a.w, a.bias, a.group, e);
+  return std::make_unique<GemmConvTransposeOp>(std::move(ref), w, std::move(conv), nullptr);
 }
 
 }  // namespace

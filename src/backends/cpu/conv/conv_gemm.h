@@ -164,4 +164,44 @@ class ConvTransposeGemm {
   std::vector<float> bias_;       // M values, zeros when absent
 };
 
+/// A ConvTranspose with overlapping taps in its gather (sub-pixel) form. Along an axis with
+/// stride s, kernel k and start pad p, the outputs o = s * j + r of phase r take the taps kt =
+/// (r + p) mod s, + s, ... below k, tap kt reading input j + (r + p - kt) / s: each phase is a
+/// stride-1 convolution of X with those taps. All phases read one zero-padded copy of the input
+/// (as the direct convolution pads it, channel pairs for bf16 rows); a strip computes each width
+/// phase's tile of output channels and interleaves them into Y's rows. Every output is written
+/// once, where the scatter form (ConvTransposeGemm) sums kernel-volume products per input
+/// position in an fp32 block first.
+class ConvTransposeDirect {
+ public:
+  /// Whether a ConvTranspose of window `attrs` (kernel, stride, dilation, start pad) and `group`
+  /// runs here: one group, no dilation, every phase with at least one tap (kernel >= stride),
+  /// and taps that overlap (kernel equal to stride without padding is ConvTransposeGemm's
+  /// disjoint case).
+  static bool applies(const ConvWindow& attrs, int64_t group);
+  /// `g`: the row for M output channels; W is (C, M, kernel...), `attrs` its window.
+  ConvTransposeDirect(const GemmKernel& g, const Tensor& w, const Tensor* bias,
+                      const ConvWindow& attrs, ConvEpilogue e);
+  void run(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  std::string kernel_names() const { return std::string(g_.name) + " gather"; }
+
+ private:
+  // One output phase along an axis: its tap class, tap count, and the offset of its first
+  // tap's input from j (input j + lo + u for tap u).
+  struct Phase {
+    int64_t cls, taps, lo;
+  };
+  const GemmKernel& g_;
+  int64_t c_, m_;
+  int64_t kernel_[3], stride_[3], pad_[3];
+  std::vector<Phase> phases_[3];
+  int64_t wlo_ = 0;  // the lowest width offset of any phase
+  // Per (depth, height, width) phase, row-major: rows m, steps (channel pack, tap d, tap h,
+  // tap w).
+  std::vector<PanelBuffer> a_;
+  std::vector<int64_t> a_steps_;  // panel elements of each
+  std::vector<float> bias_;       // M values, zeros without a bias
+  ConvEpilogue e_;
+};
+
 }  // namespace voxrt::cpu

@@ -391,4 +391,273 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
     work(0, items);
 }
 
+namespace {
+
+// Slab of padded input planes (all channel packs) a block of output planes reads, in bytes with
+// fp32 panels and in proportion with narrower ones, like the direct convolution's. unet3d_monai
+// on one thread: 4 MiB raised peak RSS by 4 MiB (fp32) and 2 MiB (fp16, bf16 products) over the
+// scatter form; 2 MiB leaves it unchanged at the same speed; 1 MiB was slower on two threads
+// (a barrier per slab).
+constexpr int64_t kGatherSlabBudget = 2 << 20;
+
+// Taps of class `cls` (kt = cls, cls + s, ... below k) along an axis.
+int64_t class_taps(int64_t k, int64_t s, int64_t cls) {
+  return cls < k ? ceil_div(k - cls, s) : 0;
+}
+
+// Outputs of phase r along an axis of `out` outputs and stride s.
+int64_t phase_count(int64_t out, int64_t s, int64_t r) {
+  return r < out ? ceil_div(out - r, s) : 0;
+}
+
+}  // namespace
+
+bool ConvTransposeDirect::applies(const ConvWindow& w, int64_t group) {
+  if (group != 1) return false;
+  bool disjoint = true;
+  for (int d = 0; d < 3; ++d) {
+    if ((w.kernel[d] > 1 && w.dilation[d] != 1) || w.kernel[d] < w.stride[d] || w.pad[d] < 0)
+      return false;
+    disjoint = disjoint && w.kernel[d] == w.stride[d] && w.pad[d] == 0;
+  }
+  return !disjoint;
+}
+
+ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, const Tensor* bias,
+                                         const ConvWindow& attrs, ConvEpilogue e)
+    : g_(g), c_(w.dim(0)), m_(w.dim(1)), e_(e) {
+  for (int d = 0; d < 3; ++d) {
+    kernel_[d] = attrs.kernel[d];
+    stride_[d] = attrs.stride[d];
+    pad_[d] = attrs.pad[d];
+    // Phase r's taps kt = cls + s * (taps - 1 - u), u < taps, read input j + (r + p - kt) / s.
+    for (int64_t r = 0; r < stride_[d]; ++r) {
+      Phase ph;
+      ph.cls = (r + pad_[d]) % stride_[d];
+      ph.taps = class_taps(kernel_[d], stride_[d], ph.cls);
+      ph.lo = (r + pad_[d]) / stride_[d] - (ph.taps - 1);
+      phases_[d].push_back(ph);
+    }
+  }
+  wlo_ = phases_[2][0].lo;
+  for (const Phase& ph : phases_[2]) wlo_ = std::min(wlo_, ph.lo);
+  const int64_t kp = g_.k_pack, packs = ceil_div(c_, kp);
+  const int64_t kh = kernel_[1], kw = kernel_[2], kvol = kernel_[0] * kh * kw;
+  std::vector<float> wf = to_f32(w);
+  for (const Phase& pd : phases_[0])
+    for (const Phase& ph : phases_[1])
+      for (const Phase& pw : phases_[2]) {
+        // Steps in packing order, k_pack to an element: (channel pack, tap d, tap h, tap w,
+        // channel within the pack); channels past C zero.
+        const int64_t taps = pd.taps * ph.taps * pw.taps, steps = packs * taps * kp;
+        std::vector<float> ordered(static_cast<size_t>(m_ * steps), 0.0f);
+        for (int64_t m = 0; m < m_; ++m)
+          for (int64_t c = 0; c < c_; ++c)
+            for (int64_t ud = 0; ud < pd.taps; ++ud)
+              for (int64_t uh = 0; uh < ph.taps; ++uh)
+                for (int64_t uw = 0; uw < pw.taps; ++uw) {
+                  const int64_t td = pd.cls + stride_[0] * (pd.taps - 1 - ud),
+                                th = ph.cls + stride_[1] * (ph.taps - 1 - uh),
+                                tw = pw.cls + stride_[2] * (pw.taps - 1 - uw);
+                  const int64_t t = (ud * ph.taps + uh) * pw.taps + uw;
+                  ordered[static_cast<size_t>(m * steps + ((c / kp) * taps + t) * kp + c % kp)] =
+                      wf[static_cast<size_t>((c * m_ + m) * kvol + (td * kh + th) * kw + tw)];
+                }
+        a_.emplace_back(packed_a_bytes(g_, m_, steps));
+        pack_a(g_, ordered.data(), steps, 1, m_, steps, a_.back().data());
+        a_steps_.push_back(packed_steps(g_, steps));
+      }
+  bias_.assign(static_cast<size_t>(m_), 0.0f);
+  if (bias) bias_ = to_f32(*bias);
+}
+
+void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
+                              Tensor& y) const {
+  const int64_t n_batch = x.dim(0);
+  if (n_batch == 0 || y.numel() == 0) return;
+  for (int d = 0; d < 3; ++d)
+    if (win.pad[d] != pad_[d] || win.stride[d] != stride_[d] || win.kernel[d] != kernel_[d])
+      throw Error("ConvTransposeDirect: window differs from the one its weights were built for");
+  ThreadPool* pool = ctx.pool;
+  const int64_t kp = g_.k_pack, packs = ceil_div(c_, kp), mr = g_.mr, nr = g_.nr;
+  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
+               bb = panel_type_bytes(g_.b_panel), member = bb / static_cast<size_t>(kp);
+  const int64_t sd = stride_[0], sh = stride_[1], sw = stride_[2];
+  // A strip's tiles: per width phase, M rows padded to whole micro-panels.
+  const int64_t mblocks = ceil_div(m_, mr), mpad = mblocks * mr;
+  const int64_t in_d = win.in[0], in_h = win.in[1], in_w = win.in[2];
+  const int64_t od = win.out[0], oh = win.out[1], ow = win.out[2];
+
+  // Input offsets each axis reads, over its phases: [lo, hi] from output j, and the most
+  // outputs a phase has (phase 0).
+  int64_t lo[3], hi[3], most[3];
+  for (int d = 0; d < 3; ++d) {
+    lo[d] = phases_[d][0].lo;
+    hi[d] = lo[d] + phases_[d][0].taps - 1;
+    for (const Phase& ph : phases_[d]) {
+      lo[d] = std::min(lo[d], ph.lo);
+      hi[d] = std::max(hi[d], ph.lo + ph.taps - 1);
+    }
+    most[d] = phase_count(win.out[d], stride_[d], 0);
+  }
+  // Padded rows: input row iy at iy - lo[1]; columns likewise (lo[2] is wlo_).
+  const int64_t ylen = most[1] + hi[1] - lo[1], xlen = most[2] + hi[2] - lo[2];
+  const int64_t plane = ylen * xlen;
+  // Blocks of output plane indices j (all depth phases); a block reads input planes
+  // [j0 + lo, j1 - 1 + hi].
+  const int64_t reach = hi[0] - lo[0];
+  const int64_t budget = kGatherSlabBudget * static_cast<int64_t>(member) / 4;
+  const int64_t zb = std::clamp<int64_t>(
+      budget / std::max<int64_t>(1, packs * plane * static_cast<int64_t>(bb)) - reach, 1, most[0]);
+  const int64_t slab_planes = zb + reach, chan = slab_planes * plane;
+  // A strip reads NR lanes from its first column: past the last plane, zeros.
+  const size_t slab_elems = static_cast<size_t>(packs * chan + nr + hi[2] - lo[2]);
+  PanelBuffer slab(slab_elems * bb, ctx.scratch);
+  std::memset(slab.data() + packs * chan * static_cast<int64_t>(bb), 0,
+              (slab_elems - static_cast<size_t>(packs * chan)) * bb);
+
+  // Per (depth, height, width) phase: the offset of each panel element from a strip's base.
+  std::vector<std::vector<int64_t>> offsets(static_cast<size_t>(sd * sh * sw));
+  for (int64_t rd = 0; rd < sd; ++rd)
+    for (int64_t rh = 0; rh < sh; ++rh)
+      for (int64_t rw = 0; rw < sw; ++rw) {
+        const Phase &pd = phases_[0][static_cast<size_t>(rd)],
+                    &ph = phases_[1][static_cast<size_t>(rh)],
+                    &pw = phases_[2][static_cast<size_t>(rw)];
+        std::vector<int64_t>& o = offsets[static_cast<size_t>((rd * sh + rh) * sw + rw)];
+        for (int64_t p = 0; p < packs; ++p)
+          for (int64_t ud = 0; ud < pd.taps; ++ud)
+            for (int64_t uh = 0; uh < ph.taps; ++uh)
+              for (int64_t uw = 0; uw < pw.taps; ++uw)
+                o.push_back(p * chan + ud * plane + uh * xlen + pw.lo - wlo_ + uw);
+      }
+
+  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
+  uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  const int64_t x_plane = in_h * in_w, x_chan = in_d * x_plane;
+  // Input columns [ix0, ix1) land at padded column ix - wlo_.
+  const int64_t ix0 = std::max<int64_t>(0, wlo_), ix1 = std::min(in_w, xlen + wlo_);
+  const int64_t iy0 = std::max<int64_t>(0, lo[1]), iy1 = std::min(in_h, ylen + lo[1]);
+  auto parallel = [&](int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+    if (pool && n > 1)
+      pool->parallel_for(n, fn);
+    else
+      fn(0, n);
+  };
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t j0 = 0; j0 < most[0]; j0 += zb) {
+      const int64_t j1 = std::min(most[0], j0 + zb);
+      // Slab plane sp holds input plane j0 + lo + sp of each channel pack.
+      parallel(packs * slab_planes, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t pack = item / slab_planes, sp = item % slab_planes;
+          const int64_t iz = j0 + lo[0] + sp;
+          uint8_t* dst = slab.data() + (pack * chan + sp * plane) * static_cast<int64_t>(bb);
+          std::memset(dst, 0, static_cast<size_t>(plane) * bb);
+          if (iz < 0 || iz >= in_d || ix1 <= ix0) continue;
+          const int64_t c0 = pack * kp;
+          for (int64_t iy = iy0; iy < iy1; ++iy) {
+            uint8_t* row = dst + ((iy - lo[1]) * xlen + ix0 - wlo_) * static_cast<int64_t>(bb);
+            auto src = [&](int64_t c) {
+              return xb + ((n * c_ + c) * x_chan + iz * x_plane + iy * in_w + ix0) *
+                              static_cast<int64_t>(es);
+            };
+            if (kp == 2)
+              g_.to_panel_pair(src(c0), c0 + 1 < c_ ? src(c0 + 1) : nullptr, row,
+                               static_cast<size_t>(ix1 - ix0));
+            else
+              g_.to_panel(src(c0), row, static_cast<size_t>(ix1 - ix0));
+          }
+        }
+      });
+      // Items (depth phase, plane j, height phase): rows of strips, each strip's tiles (output
+      // channels of each width phase) interleaved into the output rows.
+      parallel(sd * (j1 - j0) * sh, [&](int64_t begin, int64_t end) {
+        std::vector<uint8_t> strip(static_cast<size_t>(sw * mpad * nr) * es);
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t rh = item % sh, jd = j0 + item / sh % (j1 - j0), rd = item / sh / (j1 - j0);
+          const Phase &pd = phases_[0][static_cast<size_t>(rd)],
+                      &ph = phases_[1][static_cast<size_t>(rh)];
+          const int64_t nd = phase_count(od, sd, rd), nh = phase_count(oh, sh, rh);
+          if (jd >= nd) continue;
+          const size_t phases = static_cast<size_t>((rd * sh + rh) * sw);  // its first width phase
+          const int64_t z = sd * jd + rd;
+          // The phase plane's first padded row; output row jh reads from jh * xlen on.
+          const uint8_t* first =
+              slab.data() + ((jd - j0 + pd.lo - lo[0]) * plane + (ph.lo - lo[1]) * xlen) *
+                                static_cast<int64_t>(bb);
+          // Columns [x0, x0 + len) of output row jh from strip lanes [lane, lane + len): each
+          // channel's width phases interleaved.
+          auto store = [&](int64_t jh, int64_t x0, int64_t lane, int64_t len) {
+            uint8_t* out =
+                yb + ((n * m_ * od + z) * oh + sh * jh + rh) * ow * static_cast<int64_t>(es);
+            for (int64_t m = 0; m < m_; ++m) {
+              uint8_t* dst = out + m * od * oh * ow * static_cast<int64_t>(es);
+              const uint8_t* src = strip.data() + (m * nr + lane) * static_cast<int64_t>(es);
+              const int64_t next = mpad * nr * static_cast<int64_t>(es);  // the next width phase
+              if (sw == 2) {
+                // Phase 1 has as many outputs as phase 0 or one fewer.
+                const int64_t pairs = std::clamp<int64_t>(phase_count(ow, 2, 1) - x0, 0, len);
+                const uint8_t* odd = src + next;
+                uint8_t* at = dst + 2 * x0 * static_cast<int64_t>(es);
+                if (es == 4)
+                  interleave(reinterpret_cast<const float*>(src),
+                             reinterpret_cast<const float*>(odd), pairs,
+                             reinterpret_cast<float*>(at));
+                else
+                  interleave(reinterpret_cast<const uint16_t*>(src),
+                             reinterpret_cast<const uint16_t*>(odd), pairs,
+                             reinterpret_cast<uint16_t*>(at));
+                if (pairs < len)
+                  std::memcpy(at + 2 * pairs * static_cast<int64_t>(es),
+                              src + pairs * static_cast<int64_t>(es), es);
+                continue;
+              }
+              for (int64_t rw = 0; rw < sw; ++rw) {
+                const int64_t cnt = std::clamp<int64_t>(phase_count(ow, sw, rw) - x0, 0, len);
+                copy_strided(src + rw * next, cnt, es,
+                             dst + (x0 * sw + rw) * static_cast<int64_t>(es), sw);
+              }
+            }
+          };
+          // Strips along each row, or straight across rows `xlen` apart where rows are short
+          // against NR (the lanes between rows computed and dropped).
+          const int64_t width = most[2];
+          const bool by_rows =
+              static_cast<double>(width) / static_cast<double>(ceil_div(width, nr) * nr) >=
+              0.97 * static_cast<double>(nh * width) /
+                  static_cast<double>(ceil_div(nh * xlen, nr) * nr);
+          const int64_t span = by_rows ? nh * ceil_div(width, nr) : ceil_div(nh * xlen, nr);
+          for (int64_t k = 0; k < span; ++k) {
+            // Strip k starts at padded-row offset q0 (row jh0 when by rows).
+            const int64_t per_row = ceil_div(width, nr);
+            const int64_t q0 = by_rows ? k / per_row * xlen + k % per_row * nr : k * nr;
+            const int64_t nc = by_rows ? std::min(nr, width - k % per_row * nr) : nr;
+            for (int64_t rw = 0; rw < sw; ++rw) {
+              const size_t phase = phases + static_cast<size_t>(rw);
+              const int64_t steps = a_steps_[phase];
+              for (int64_t mb = 0; mb < mblocks; ++mb) {
+                GemmParams p;
+                p.bias = bias_.data() + mb * mr;
+                p.act = e_.act;
+                p.alpha = e_.alpha;
+                g_.ukernel(static_cast<size_t>(std::min(mr, m_ - mb * mr)), static_cast<size_t>(nc),
+                           static_cast<size_t>(steps),
+                           a_[phase].data() + mb * mr * steps * static_cast<int64_t>(ab),
+                           first + q0 * static_cast<int64_t>(bb), offsets[phase].data(),
+                           strip.data() + (rw * mpad + mb * mr) * nr * static_cast<int64_t>(es),
+                           static_cast<size_t>(nr), p);
+              }
+            }
+            for (int64_t jh = q0 / xlen; jh < nh && jh * xlen < q0 + nc; ++jh) {
+              const int64_t c0 = std::max(q0, jh * xlen) - jh * xlen,
+                            c1 = std::min(q0 + nc, jh * xlen + width) - jh * xlen;
+              if (c1 > c0) store(jh, c0, jh * xlen + c0 - q0, c1 - c0);
+            }
+          }
+        }
+      });
+    }
+}
+
 }  // namespace voxrt::cpu
