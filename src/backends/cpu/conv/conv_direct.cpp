@@ -175,55 +175,63 @@ struct PhaseLayout {
 // Converts input rows [iy0, iy1) of one input plane (`src`, storage dtype) into the phases of a
 // padded plane starting at `dst`: padded row py = iy + pad lands in phase row py / sy - y0, column
 // j of phase rx holds padded column j * sx + rx, or with unit strides and a `shift`, padded
-// column j + shift (the second tap of a tap pair). `scratch` holds 2 * xlen storage elements.
-// With `second` (a channel pair at unit strides, no shift: g.to_panel_pair), `dst` is the
-// element and both members are written at once, the second from the same rows of `second`.
+// column j + shift (the second tap of a tap pair). `scratch` holds 4 * xlen storage elements.
+// With `second` (a channel pair, no shift: g.to_panel_pair), `dst` is the element and both
+// members are written at once, the second from the same rows of `second`.
 void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
                const uint8_t* src, const uint8_t* second, int64_t iy0, int64_t iy1, int64_t y0,
                int64_t shift, uint8_t* dst, uint8_t* scratch) {
   const int64_t sy = ph.sy, sx = ph.sx, es = static_cast<int64_t>(dtype_size(g.storage));
+  // n elements from `a` (and with a second row from `b`) into the element at `to`.
+  auto convert = [&](const uint8_t* a, const uint8_t* b, uint8_t* to, int64_t n) {
+    if (second)
+      g.to_panel_pair(a, b, to, static_cast<size_t>(n));
+    else
+      g.to_panel(a, to, static_cast<size_t>(n));
+  };
   for (int64_t iy = iy0; iy < iy1; ++iy) {
     const uint8_t* row = src + iy * win.in[2] * es;
+    const uint8_t* row2 = second ? second + iy * win.in[2] * es : nullptr;
     const int64_t py = iy + win.pad[1];
     auto phase_row = [&](int64_t rx, int64_t j) {
       return dst + ((py % sy * sx + rx) * ph.phase_plane + (py / sy - y0) * ph.xlen + j) *
                        static_cast<int64_t>(ph.bb);
     };
-    if (second) {
-      g.to_panel_pair(row, second + iy * win.in[2] * es, phase_row(0, win.pad[2]),
-                      static_cast<size_t>(win.in[2]));
-      continue;
-    }
     if (sx == 1) {
       const int64_t skip = std::clamp<int64_t>(shift - win.pad[2], 0, win.in[2]);
-      g.to_panel(row + skip * es, phase_row(0, win.pad[2] - shift + skip),
-                 static_cast<size_t>(win.in[2] - skip));
+      convert(row + skip * es, second ? row2 + skip * es : nullptr,
+              phase_row(0, win.pad[2] - shift + skip), win.in[2] - skip);
       continue;
     }
-    // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1).
+    // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1). The scratch holds the
+    // phases' columns of `row` from 0, of `row2` from 2 * xlen.
     int64_t j0[kMaxPhases], j1[kMaxPhases];
     for (int64_t r = 0; r < sx; ++r) {
       j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
       j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
     }
+    uint8_t* scratch2 = scratch + 2 * ph.xlen * es;
     if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
       // Both phases at once, starting at the first input column of either.
       int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
-      const uint8_t* from = row + (j0[first] * 2 + first - win.pad[2]) * es;
-      uint8_t* even = scratch;
-      uint8_t* odd = scratch + ph.xlen * es;
-      deinterleave(from, j1[0] - j0[0], static_cast<size_t>(es), first == 0 ? even : odd,
-                   first == 0 ? odd : even);
+      const int64_t at = (j0[first] * 2 + first - win.pad[2]) * es;
+      for (int64_t m = 0; m < (second ? 2 : 1); ++m) {
+        uint8_t* even = m ? scratch2 : scratch;
+        uint8_t* odd = even + ph.xlen * es;
+        deinterleave((m ? row2 : row) + at, j1[0] - j0[0], static_cast<size_t>(es),
+                     first == 0 ? even : odd, first == 0 ? odd : even);
+      }
       for (int64_t r = 0; r < 2; ++r)
-        g.to_panel(scratch + r * ph.xlen * es, phase_row(r, j0[r]),
-                   static_cast<size_t>(j1[r] - j0[r]));
+        convert(scratch + r * ph.xlen * es, scratch2 + r * ph.xlen * es, phase_row(r, j0[r]),
+                j1[r] - j0[r]);
       continue;
     }
     for (int64_t r = 0; r < sx; ++r) {
       if (j1[r] <= j0[r]) continue;
-      gather(row + (j0[r] * sx + r - win.pad[2]) * es, sx, j1[r] - j0[r], static_cast<size_t>(es),
-             scratch);
-      g.to_panel(scratch, phase_row(r, j0[r]), static_cast<size_t>(j1[r] - j0[r]));
+      const int64_t at = (j0[r] * sx + r - win.pad[2]) * es;
+      gather(row + at, sx, j1[r] - j0[r], static_cast<size_t>(es), scratch);
+      if (second) gather(row2 + at, sx, j1[r] - j0[r], static_cast<size_t>(es), scratch2);
+      convert(scratch, scratch2, phase_row(r, j0[r]), j1[r] - j0[r]);
     }
   }
 }
@@ -431,9 +439,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
 
   // Input plane iz of channel pack `pack` of group grp of batch item n, the band's rows, into
-  // `dst`. Channel pairs at unit width stride convert both members in one pass; an odd last
-  // channel pairs with a plane of zeros.
-  const bool pair_rows = g.to_panel_pair != nullptr && !tap_pairs_ && sx == 1;
+  // `dst`. Channel pairs convert both members in one pass; an odd last channel pairs with a
+  // plane of zeros.
+  const bool pair_rows = g.to_panel_pair != nullptr && !tap_pairs_;
   const std::vector<uint8_t> zeros(
       pair_rows && cg_ % 2 ? static_cast<size_t>(win.in[1] * win.in[2]) * es : 0, 0);
   auto fill_plane = [&](int64_t n, int64_t grp, int64_t pack, int64_t iz, const Band& band,
