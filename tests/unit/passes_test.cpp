@@ -383,44 +383,34 @@ int residual_after_count(const ir::Graph& g) {
   return n;
 }
 
-// MONAI's residual unit, act(conv(x)) + x: the Add joins the conv after its activation.
-TEST(FuseConvEpilogue, ResidualAfterTheActivation) {
-  ir::Graph before = residual_graph(true, false, false);
-  ir::Graph after = before;
-  fuse_conv_epilogue(after);
-  EXPECT_EQ(count_ops(after, "Add"), 0);
-  EXPECT_EQ(count_ops(after, "LeakyRelu"), 0);
-  EXPECT_EQ(residual_after_count(after), 1);
-  expect_same_outputs(before, after, {random_input({2, 4, 6, 7}, 14)}, 1e-6, "");
-}
-
-// act(conv_a(x)) + conv_b(x): conv_b takes the Add before any activation (where a Relu after the
-// Add could join it too), and conv_a keeps its own activation.
-TEST(FuseConvEpilogue, ResidualPrefersTheConvWithoutActivation) {
-  for (bool act_after_add : {false, true}) {
-    ir::Graph before = residual_graph(true, true, act_after_add);
+// Each Add joins one conv, and every activation its conv: MONAI's residual unit act(conv(x)) + x
+// adds after the activation; where a second plain Conv feeds the Add, that conv takes it before
+// any activation (a Relu after the Add can then join too), also when it comes after the first
+// in the graph (a ResNet block's two branches, taken once).
+TEST(FuseConvEpilogue, ResidualAddsJoinOneConv) {
+  struct Case {
+    bool act_before_add, second_conv, act_after_add;
+    int fused, plain, residual_after;
+    const char* what;
+  };
+  const Case cases[] = {
+      {true, false, false, 1, 0, 1, "act(conv(x)) + x"},
+      {true, true, false, 2, 0, 0, "act(conv_a(x)) + conv_b(x)"},
+      {true, true, true, 2, 0, 0, "relu(act(conv_a(x)) + conv_b(x))"},
+      {false, true, true, 1, 1, 0, "relu(conv_a(x) + conv_b(x))"},
+  };
+  unsigned seed = 14;
+  for (const Case& c : cases) {
+    ir::Graph before = residual_graph(c.act_before_add, c.second_conv, c.act_after_add);
     ir::Graph after = before;
     fuse_conv_epilogue(after);
-    EXPECT_EQ(count_ops(after, "Add"), 0);
-    EXPECT_EQ(count_ops(after, "Relu"), 0);
-    EXPECT_EQ(count_ops(after, "FusedConv"), 2);
-    EXPECT_EQ(residual_after_count(after), 0);
-    expect_same_outputs(before, after, {random_input({2, 4, 6, 7}, 15)}, 1e-6,
-                        act_after_add ? "relu after add" : "");
+    for (const char* op : {"Add", "Relu", "LeakyRelu"})
+      EXPECT_EQ(count_ops(after, op), 0) << c.what;
+    EXPECT_EQ(count_ops(after, "FusedConv"), c.fused) << c.what;
+    EXPECT_EQ(count_ops(after, "Conv"), c.plain) << c.what;
+    EXPECT_EQ(residual_after_count(after), c.residual_after) << c.what;
+    expect_same_outputs(before, after, {random_input({2, 4, 6, 7}, seed++)}, 1e-6, c.what);
   }
-}
-
-// conv_a(x) + conv_b(x) -> Relu (a ResNet block's two branches): one conv takes the Add and the
-// Relu, the other stays a plain Conv that feeds it.
-TEST(FuseConvEpilogue, TwoConvsTakeOneAddOnce) {
-  ir::Graph before = residual_graph(false, true, true);
-  ir::Graph after = before;
-  fuse_conv_epilogue(after);
-  EXPECT_EQ(count_ops(after, "Add"), 0);
-  EXPECT_EQ(count_ops(after, "Relu"), 0);
-  EXPECT_EQ(count_ops(after, "FusedConv"), 1);
-  EXPECT_EQ(count_ops(after, "Conv"), 1);
-  expect_same_outputs(before, after, {random_input({2, 4, 6, 7}, 16)}, 1e-6, "");
 }
 
 // x -> Conv -> PRelu(slope) -> y, the slope of shape `slope_dims`.
