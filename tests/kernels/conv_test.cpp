@@ -354,6 +354,12 @@ std::vector<ConvCase> unet_cases() {
       .ints("output_padding", {1, 1, 1});
   up({1, 4, 5, 5, 5}, {4, 6, 2, 2, 2});
   up({1, 4, 6, 7}, {4, 3, 3, 3})->i("group", 2).ints("dilations", {2, 2}).bias = false;
+  // Pads at or past the kernel crop whole phases' first inputs (the gather form reads from
+  // input 1 or 2 on); stride 3 along the width.
+  up({2, 3, 6, 7, 5}, {3, 4, 3, 3, 4})
+      ->ints("strides", {2, 2, 3})
+      .ints("pads", {3, 2, 4, 4, 3, 3})
+      .ints("output_padding", {1, 0, 2});
   return v;
 }
 
