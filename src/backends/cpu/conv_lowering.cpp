@@ -56,14 +56,12 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   return a.kernel != nullptr;
 }
 
-// A fused node's activation, as the gemm epilogue applies it.
+// A fused node's activation and residual order, as the gemm epilogue applies them.
 ConvEpilogue epilogue(const ir::Node& node) {
-  FusedEpilogue f = FusedEpilogue::from_attrs(node.attrs);
+  const ActParams a = fused_activation(node.attrs);
   ConvEpilogue e;
-  e.alpha = f.alpha;
-  e.act = f.kind == FusedEpilogue::Kind::relu         ? Activation::relu
-          : f.kind == FusedEpilogue::Kind::leaky_relu ? Activation::leaky_relu
-                                                      : Activation::none;
+  e.act = a.act;
+  e.alpha = a.alpha;
   e.residual_after_act = node.attrs.get_int(kResidualAfterActivation, 0) != 0;
   return e;
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/kernels/eltwise/activation.h"
 #include "backends/ref/op.h"
 #include "voxrt/session.h"
 
@@ -77,6 +78,10 @@ class CpuRegistry {
 };
 
 // One registration function per kernel family driver under backends/cpu/.
+/// The activation of a voxrt.Fused* node (attributes activation, alpha) as the CPU kernels apply
+/// it: none, relu or leaky_relu.
+ActParams fused_activation(const ir::Attributes& attrs);
+
 void register_conv_lowerings(CpuRegistry& r);
 void register_eltwise_lowerings(CpuRegistry& r);
 void register_norm_lowerings(CpuRegistry& r);

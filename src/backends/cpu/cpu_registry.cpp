@@ -1,4 +1,5 @@
 #include "backends/cpu/cpu_op.h"
+#include "backends/ref/ops/fused.h"
 
 namespace voxrt::cpu {
 
@@ -14,6 +15,16 @@ const CpuRegistry& CpuRegistry::instance() {
     return r;
   }();
   return registry;
+}
+
+ActParams fused_activation(const ir::Attributes& attrs) {
+  const FusedEpilogue f = FusedEpilogue::from_attrs(attrs);
+  ActParams a;
+  a.act = f.kind == FusedEpilogue::Kind::relu         ? Act::relu
+          : f.kind == FusedEpilogue::Kind::leaky_relu ? Act::leaky_relu
+                                                      : Act::none;
+  a.alpha = f.alpha;
+  return a;
 }
 
 void CpuRegistry::add(const std::string& op_type, Lowering lowering) {

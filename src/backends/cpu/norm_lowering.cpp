@@ -115,8 +115,9 @@ class NormCpuOp : public CpuOp {
   }
 
   std::string kernel_name() const override {
-    const char* norm = c_.kind == NormKind::batch ? "batchnorm"
-                       : c_.kind == NormKind::instance ? "instnorm" : "groupnorm";
+    const char* norm = c_.kind == NormKind::batch      ? "batchnorm"
+                       : c_.kind == NormKind::instance ? "instnorm"
+                                                       : "groupnorm";
     std::string op = norm;
     if (c_.act.act != Act::none) op += std::string("_") + act_name(c_.act.act);
     return kernel_label(elt_->name, op);
@@ -137,17 +138,13 @@ Lowering norm(NormKind kind, bool fused) {
     NormConfig c;
     c.kind = kind;
     c.epsilon = n.attrs.get_float("epsilon", 1e-5f);
-    if (kind == NormKind::batch && n.opset < 9 && n.attrs.get_int("spatial", 1) == 0) return nullptr;
+    if (kind == NormKind::batch && n.opset < 9 && n.attrs.get_int("spatial", 1) == 0)
+      return nullptr;
     if (kind == NormKind::group) {
       c.groups = n.attrs.get_int("num_groups", 1);
       c.per_group_affine = n.opset < 21;
     }
-    if (fused) {
-      FusedEpilogue e = FusedEpilogue::from_attrs(n.attrs);
-      if (e.kind == FusedEpilogue::Kind::relu) c.act.act = Act::relu;
-      if (e.kind == FusedEpilogue::Kind::leaky_relu) c.act.act = Act::leaky_relu;
-      c.act.alpha = e.alpha;
-    }
+    if (fused) c.act = fused_activation(n.attrs);
     DType t = ctx.input_dtype(0);
     return std::make_unique<NormCpuOp>(std::move(ref), c, eltwise_kernels(t, ctx.isa),
                                        reduce_kernels(t, ctx.isa));

@@ -275,9 +275,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   ActParams act;
-  act.act = e_.act == Activation::relu         ? Act::relu
-            : e_.act == Activation::leaky_relu ? Act::leaky_relu
-                                               : Act::none;
+  act.act = e_.act;
   act.alpha = e_.alpha;
   // Where each tap's products land (a gemm row r is output channel r / kvol_, tap r % kvol_).
   struct Tap {

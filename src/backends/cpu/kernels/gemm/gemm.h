@@ -18,11 +18,14 @@
 #include <vector>
 
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/kernels/eltwise/activation.h"
 #include "voxrt/dtype.h"
 
 namespace voxrt::cpu {
 
-enum class Activation : uint8_t { none, relu, leaky_relu };
+/// The activation a gemm epilogue applies: none, relu or leaky_relu (the elementwise kernels'
+/// enum; the epilogues take no other).
+using Activation = Act;
 
 /// What a microkernel does after the k loop. Row i of the tile gets bias[i], then the residual
 /// tile (storage dtype, C's row stride), then the activation, and is stored in the storage dtype;
