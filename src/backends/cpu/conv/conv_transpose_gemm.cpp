@@ -108,6 +108,42 @@ void interleave(const T* a, const T* b, int64_t n, T* dst) {
   }
 }
 
+// Outputs of phase r (x = s * j + r) along an axis of `out` outputs and stride s.
+int64_t phase_count(int64_t out, int64_t s, int64_t r) {
+  return r < out ? ceil_div(out - r, s) : 0;
+}
+
+// The s width phases of a row of `out` outputs into the row at `dst`: phase r's outputs j in
+// [x0, x0 + len) from `src + r * phase_stride` on, dst[s * j + r] = src[r * phase_stride + j -
+// x0]. Both ConvTranspose forms store their width phases this way.
+template <class T>
+void interleave_phases(const T* src, int64_t phase_stride, int64_t s, int64_t out, int64_t x0,
+                       int64_t len, T* dst) {
+  auto count = [&](int64_t r) { return std::clamp<int64_t>(phase_count(out, s, r) - x0, 0, len); };
+  if (s == 1) {
+    std::memcpy(dst + x0, src, static_cast<size_t>(count(0)) * sizeof(T));
+  } else if (s == 2) {
+    // Phase 1 has as many outputs as phase 0 or one fewer.
+    const int64_t pairs = count(1);
+    interleave(src, src + phase_stride, pairs, dst + 2 * x0);
+    if (pairs < count(0)) dst[2 * (x0 + pairs)] = src[pairs];
+  } else {
+    for (int64_t r = 0; r < s; ++r)
+      for (int64_t j = 0; j < count(r); ++j) dst[(x0 + j) * s + r] = src[r * phase_stride + j];
+  }
+}
+
+// The same on storage-dtype bytes (fp32 or fp16).
+void interleave_phases(const uint8_t* src, int64_t phase_stride, size_t es, int64_t s, int64_t out,
+                       int64_t x0, int64_t len, uint8_t* dst) {
+  if (es == 4)
+    interleave_phases(reinterpret_cast<const float*>(src), phase_stride, s, out, x0, len,
+                      reinterpret_cast<float*>(dst));
+  else
+    interleave_phases(reinterpret_cast<const uint16_t*>(src), phase_stride, s, out, x0, len,
+                      reinterpret_cast<uint16_t*>(dst));
+}
+
 std::vector<float> to_f32(const Tensor& t) {
   std::vector<double> d = ref::to_f64(t);
   return std::vector<float>(d.begin(), d.end());
@@ -366,17 +402,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
           // fp32 output is interleaved in place; fp16 through a row of fp32 first.
           const bool f32 = g_.storage == DType::f32;
           float* out_row = f32 ? reinterpret_cast<float*>(dst) : row.data();
-          if (sx == 1) {
-            std::memcpy(out_row, src, static_cast<size_t>(win.out[2]) * 4);
-          } else if (sx == 2) {
-            const int64_t pairs = win.out[2] / 2;
-            interleave(src, src + wq, pairs, out_row);
-            if (win.out[2] % 2) out_row[2 * pairs] = src[pairs];
-          } else {
-            for (int64_t ph = 0; ph < sx; ++ph)
-              for (int64_t q = 0; q * sx + ph < win.out[2]; ++q)
-                out_row[q * sx + ph] = src[ph * wq + q];
-          }
+          interleave_phases(src, wq, sx, win.out[2], 0, wq, out_row);
           f32_.affine(out_row, out_row, win.out[2], 0.0f, 1.0f, bias_[static_cast<size_t>(m0 + m)],
                       act);
           if (!f32) cast_.f32_to_f16(out_row, dst, win.out[2]);
@@ -401,11 +427,6 @@ constexpr int64_t kGatherSlabBudget = 2 << 20;
 // Taps of class `cls` (kt = cls, cls + s, ... below k) along an axis.
 int64_t class_taps(int64_t k, int64_t s, int64_t cls) {
   return cls < k ? ceil_div(k - cls, s) : 0;
-}
-
-// Outputs of phase r along an axis of `out` outputs and stride s.
-int64_t phase_count(int64_t out, int64_t s, int64_t r) {
-  return r < out ? ceil_div(out - r, s) : 0;
 }
 
 }  // namespace
@@ -589,34 +610,10 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
           auto store = [&](int64_t jh, int64_t x0, int64_t lane, int64_t len) {
             uint8_t* out =
                 yb + ((n * m_ * od + z) * oh + sh * jh + rh) * ow * static_cast<int64_t>(es);
-            for (int64_t m = 0; m < m_; ++m) {
-              uint8_t* dst = out + m * od * oh * ow * static_cast<int64_t>(es);
-              const uint8_t* src = strip.data() + (m * nr + lane) * static_cast<int64_t>(es);
-              const int64_t next = mpad * nr * static_cast<int64_t>(es);  // the next width phase
-              if (sw == 2) {
-                // Phase 1 has as many outputs as phase 0 or one fewer.
-                const int64_t pairs = std::clamp<int64_t>(phase_count(ow, 2, 1) - x0, 0, len);
-                const uint8_t* odd = src + next;
-                uint8_t* at = dst + 2 * x0 * static_cast<int64_t>(es);
-                if (es == 4)
-                  interleave(reinterpret_cast<const float*>(src),
-                             reinterpret_cast<const float*>(odd), pairs,
-                             reinterpret_cast<float*>(at));
-                else
-                  interleave(reinterpret_cast<const uint16_t*>(src),
-                             reinterpret_cast<const uint16_t*>(odd), pairs,
-                             reinterpret_cast<uint16_t*>(at));
-                if (pairs < len)
-                  std::memcpy(at + 2 * pairs * static_cast<int64_t>(es),
-                              src + pairs * static_cast<int64_t>(es), es);
-                continue;
-              }
-              for (int64_t rw = 0; rw < sw; ++rw) {
-                const int64_t cnt = std::clamp<int64_t>(phase_count(ow, sw, rw) - x0, 0, len);
-                copy_strided(src + rw * next, cnt, es,
-                             dst + (x0 * sw + rw) * static_cast<int64_t>(es), sw);
-              }
-            }
+            for (int64_t m = 0; m < m_; ++m)
+              interleave_phases(strip.data() + (m * nr + lane) * static_cast<int64_t>(es),
+                                mpad * nr, es, sw, ow, x0, len,
+                                out + m * od * oh * ow * static_cast<int64_t>(es));
           };
           // Strips along each row, or straight across rows `xlen` apart where rows are short
           // against NR (the lanes between rows computed and dropped).
