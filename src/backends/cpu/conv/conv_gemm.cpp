@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "backends/ref/tensor_math.h"
+#include "core/half.h"
 
 namespace voxrt::cpu {
 
@@ -117,12 +117,27 @@ void pack_im2col(const GemmKernel& g, const ConvWindow& w, const ConvInput& x, i
   }
 }
 
-std::vector<float> to_f32(const Tensor& t) {
-  std::vector<double> d = ref::to_f64(t);
-  return std::vector<float>(d.begin(), d.end());
+}  // namespace
+
+void weights_to_f32(const Tensor& w, int64_t begin, int64_t count, float* out) {
+  if (begin < 0 || count < 0 || begin + count > w.numel())
+    throw Error("weights_to_f32: elements past the tensor's " + std::to_string(w.numel()));
+  if (w.dtype() == DType::f32) {
+    std::memcpy(out, w.data<float>() + begin, static_cast<size_t>(count) * sizeof(float));
+  } else if (w.dtype() == DType::f16) {
+    const uint16_t* h = static_cast<const uint16_t*>(w.raw()) + begin;
+    for (int64_t i = 0; i < count; ++i) out[i] = half_to_float(h[i]);
+  } else {
+    throw Error("weights_to_f32: float32 or float16 weights expected, not " +
+                std::string(dtype_name(w.dtype())));
+  }
 }
 
-}  // namespace
+std::vector<float> weights_to_f32(const Tensor& w) {
+  std::vector<float> f(static_cast<size_t>(w.numel()));
+  weights_to_f32(w, 0, w.numel(), f.data());
+  return f;
+}
 
 ConvWindow conv_window(const ref::Geometry& g) {
   ConvWindow w;
@@ -212,24 +227,30 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
   const int64_t mg = m_ / group_, kp = g_.k_pack;
   // Steps in packing order, k_pack to an element: (channel pack, tap, channel within the pack),
   // channels past cg in the last pack zero; with k_pack 1 that is W's own (channel, tap) order.
-  // With tap pairs: (kz, ky, kx), kx padded to even with zero taps.
-  const int64_t steps = elements() * kp;
-  std::vector<float> wf = to_f32(w);
-  std::vector<float> ordered(static_cast<size_t>(m_ * steps), 0.0f);
-  for (int64_t m = 0; m < m_; ++m)
-    for (int64_t c = 0; c < cg_; ++c)
-      for (int64_t t = 0; t < kvol_; ++t) {
-        const int64_t step = tap_pairs_ ? t / kernel_[2] * width_elements() * 2 + t % kernel_[2]
-                                        : ((c / kp) * kvol_ + t) * kp + c % kp;
-        ordered[static_cast<size_t>(m * steps + step)] =
-            wf[static_cast<size_t>((m * cg_ + c) * kvol_ + t)];
-      }
+  // With tap pairs: (kz, ky, kx), kx padded to even with zero taps. One micro-panel of MR rows is
+  // ordered and packed at a time, so the copies beside the packed panels stay small.
+  const int64_t steps = elements() * kp, per_m = cg_ * kvol_, mr = g_.mr;
   a_group_bytes_ = packed_a_bytes(g_, mg, steps);
   a_ = PanelBuffer(a_group_bytes_ * static_cast<size_t>(group_));
+  const size_t panel_bytes = packed_a_bytes(g_, mr, steps);
+  std::vector<float> wf(static_cast<size_t>(mr * per_m)), ordered(static_cast<size_t>(mr * steps));
   for (int64_t grp = 0; grp < group_; ++grp)
-    pack_a(g_, ordered.data() + grp * mg * steps, steps, 1, mg, steps,
-           a_.data() + grp * a_group_bytes_);
-  if (bias) bias_ = to_f32(*bias);
+    for (int64_t m0 = 0; m0 < mg; m0 += mr) {
+      const int64_t rows = std::min(mr, mg - m0);
+      weights_to_f32(w, (grp * mg + m0) * per_m, rows * per_m, wf.data());
+      std::fill(ordered.begin(), ordered.end(), 0.0f);
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t c = 0; c < cg_; ++c)
+          for (int64_t t = 0; t < kvol_; ++t) {
+            const int64_t step = tap_pairs_ ? t / kernel_[2] * width_elements() * 2 + t % kernel_[2]
+                                            : ((c / kp) * kvol_ + t) * kp + c % kp;
+            ordered[static_cast<size_t>(m * steps + step)] =
+                wf[static_cast<size_t>((m * cg_ + c) * kvol_ + t)];
+          }
+      pack_a(g_, ordered.data(), steps, 1, rows, steps,
+             a_.data() + grp * a_group_bytes_ + static_cast<size_t>(m0 / mr) * panel_bytes);
+    }
+  if (bias) bias_ = weights_to_f32(*bias);
 }
 
 std::string ConvGemm::kernel_names() const {

@@ -82,6 +82,12 @@ class PanelBuffer {
   std::unique_ptr<uint8_t, Free> data_;
 };
 
+/// Elements [begin, begin + count) of a float32 or float16 weight tensor, widened to float32
+/// into `out`. Packing reads weights through it a block at a time: whole float copies of a layer's
+/// weights were the peak of a Session's load (a 256->256 3x3x3 conv holds 1.8 M weights).
+void weights_to_f32(const Tensor& w, int64_t begin, int64_t count, float* out);
+std::vector<float> weights_to_f32(const Tensor& w);
+
 /// A Conv node's weights packed for one gemm kernel. W is (M, C / group, kernel...) of the
 /// kernel's storage dtype, bias (M) or null.
 class ConvGemm {

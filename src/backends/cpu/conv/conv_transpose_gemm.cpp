@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "backends/cpu/conv/conv_gemm.h"
-#include "backends/ref/tensor_math.h"
 
 namespace voxrt::cpu {
 
@@ -144,11 +143,6 @@ void interleave_phases(const uint8_t* src, int64_t phase_stride, size_t es, int6
                       reinterpret_cast<uint16_t*>(dst));
 }
 
-std::vector<float> to_f32(const Tensor& t) {
-  std::vector<double> d = ref::to_f64(t);
-  return std::vector<float>(d.begin(), d.end());
-}
-
 }  // namespace
 
 ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor& w,
@@ -165,9 +159,9 @@ ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor&
   // MR channels to a chunk keep its (channel, tap) rows a whole number of micro-panels.
   chunk_ = std::max<int64_t>(1, std::min<int64_t>(mg_, g_.mr));
   const int64_t cg = c_ / group_, chunks = ceil_div(mg_, chunk_), rows = chunk_ * kvol_;
-  std::vector<float> wf = to_f32(w);
+  std::vector<float> wf = weights_to_f32(w);
   bias_.assign(static_cast<size_t>(mg_ * group_), 0.0f);
-  if (bias) bias_ = to_f32(*bias);
+  if (bias) bias_ = weights_to_f32(*bias);
   a_chunk_bytes_ = packed_a_bytes(g_, rows, cg);
   a_ = PanelBuffer(a_chunk_bytes_ * static_cast<size_t>(group_ * chunks));
   bias_rows_.assign(static_cast<size_t>(group_ * chunks * rows), 0.0f);
@@ -462,7 +456,7 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
   for (const Phase& ph : phases_[2]) wlo_ = std::min(wlo_, ph.lo);
   const int64_t kp = g_.k_pack, packs = ceil_div(c_, kp);
   const int64_t kh = kernel_[1], kw = kernel_[2], kvol = kernel_[0] * kh * kw;
-  std::vector<float> wf = to_f32(w);
+  std::vector<float> wf = weights_to_f32(w);
   for (const Phase& pd : phases_[0])
     for (const Phase& ph : phases_[1])
       for (const Phase& pw : phases_[2]) {
@@ -487,7 +481,7 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
         a_steps_.push_back(packed_steps(g_, steps));
       }
   bias_.assign(static_cast<size_t>(m_), 0.0f);
-  if (bias) bias_ = to_f32(*bias);
+  if (bias) bias_ = weights_to_f32(*bias);
 }
 
 void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
