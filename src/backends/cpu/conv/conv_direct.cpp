@@ -176,16 +176,17 @@ struct PhaseLayout {
 // padded plane starting at `dst`: padded row py = iy + pad lands in phase row py / sy - y0, column
 // j of phase rx holds padded column j * sx + rx, or with unit strides and a `shift`, padded
 // column j + shift (the second tap of a tap pair). `scratch` holds 4 * xlen storage elements.
-// With `second` (a channel pair, no shift: g.to_panel_pair), `dst` is the element and both
-// members are written at once, the second from the same rows of `second`.
+// With `pair` (a channel pair, no shift: g.to_panel_pair), `dst` is the element and both
+// members are written at once, the second from the same rows of `second`, or zeros where
+// `second` is null (an odd channel count's last pack).
 void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
-               const uint8_t* src, const uint8_t* second, int64_t iy0, int64_t iy1, int64_t y0,
-               int64_t shift, uint8_t* dst, uint8_t* scratch) {
+               const uint8_t* src, bool pair, const uint8_t* second, int64_t iy0, int64_t iy1,
+               int64_t y0, int64_t shift, uint8_t* dst, uint8_t* scratch) {
   const int64_t sy = ph.sy, sx = ph.sx, es = static_cast<int64_t>(dtype_size(g.storage));
-  // n elements from `a` (and with a second row from `b`) into the element at `to`.
+  // n elements from `a` (and with a pair, from `b` or zeros) into the element at `to`.
   auto convert = [&](const uint8_t* a, const uint8_t* b, uint8_t* to, int64_t n) {
-    if (second)
-      g.to_panel_pair(a, b, to, static_cast<size_t>(n));
+    if (pair)
+      g.to_panel_pair(a, second ? b : nullptr, to, static_cast<size_t>(n));
     else
       g.to_panel(a, to, static_cast<size_t>(n));
   };
@@ -199,7 +200,7 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
     };
     if (sx == 1) {
       const int64_t skip = std::clamp<int64_t>(shift - win.pad[2], 0, win.in[2]);
-      convert(row + skip * es, second ? row2 + skip * es : nullptr,
+      convert(row + skip * es, row2 ? row2 + skip * es : nullptr,
               phase_row(0, win.pad[2] - shift + skip), win.in[2] - skip);
       continue;
     }
@@ -215,7 +216,7 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
       // Both phases at once, starting at the first input column of either.
       int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
       const int64_t at = (j0[first] * 2 + first - win.pad[2]) * es;
-      for (int64_t m = 0; m < (second ? 2 : 1); ++m) {
+      for (int64_t m = 0; m < (row2 ? 2 : 1); ++m) {
         uint8_t* even = m ? scratch2 : scratch;
         uint8_t* odd = even + ph.xlen * es;
         deinterleave((m ? row2 : row) + at, j1[0] - j0[0], static_cast<size_t>(es),
@@ -230,7 +231,7 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
       if (j1[r] <= j0[r]) continue;
       const int64_t at = (j0[r] * sx + r - win.pad[2]) * es;
       gather(row + at, sx, j1[r] - j0[r], static_cast<size_t>(es), scratch);
-      if (second) gather(row2 + at, sx, j1[r] - j0[r], static_cast<size_t>(es), scratch2);
+      if (row2) gather(row2 + at, sx, j1[r] - j0[r], static_cast<size_t>(es), scratch2);
       convert(scratch, scratch2, phase_row(r, j0[r]), j1[r] - j0[r]);
     }
   }
@@ -417,10 +418,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   // Small chunks: a slab ends at a barrier, so the last chunk decides when the next slab starts.
   auto parallel = [&](int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-    if (pool && n > 1)
-      pool->parallel_for(n, fn, ceil_div(n, 16 * threads));
-    else
-      fn(0, n);
+    split_items(pool, n, fn, ceil_div(n, 16 * threads));
   };
 
   // The band of output rows from y0: padded rows [py0, py1) it reads (phase row py / sy - y0
@@ -439,11 +437,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
 
   // Input plane iz of channel pack `pack` of group grp of batch item n, the band's rows, into
-  // `dst`. Channel pairs convert both members in one pass; an odd last channel pairs with a
-  // plane of zeros.
+  // `dst`. Channel pairs convert both members in one pass; an odd last channel pairs with
+  // zeros.
   const bool pair_rows = g.to_panel_pair != nullptr && !tap_pairs_;
-  const std::vector<uint8_t> zeros(
-      pair_rows && cg_ % 2 ? static_cast<size_t>(win.in[1] * win.in[2]) * es : 0, 0);
   auto fill_plane = [&](int64_t n, int64_t grp, int64_t pack, int64_t iz, const Band& band,
                         uint8_t* dst, uint8_t* scratch) {
     // A pack short of channels (the last, with an odd count) or a tap pair (its second member
@@ -462,9 +458,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     }
     if (pair_rows) {
       const int64_t c = grp * cg_ + pack * 2;
-      copy_rows(g, win, layout, x.plane(n, c) + plane_at,
-                pack * 2 + 1 < cg_ ? x.plane(n, c + 1) + plane_at : zeros.data(), band.iy0,
-                band.iy1, band.y0, 0, dst, scratch);
+      copy_rows(g, win, layout, x.plane(n, c) + plane_at, true,
+                pack * 2 + 1 < cg_ ? x.plane(n, c + 1) + plane_at : nullptr, band.iy0, band.iy1,
+                band.y0, 0, dst, scratch);
       return;
     }
     // Member h: channel pack * kp + h, or with tap pairs the one channel shifted by h taps.
@@ -472,7 +468,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       const int64_t c = tap_pairs_ ? 0 : pack * kp + h;
       if (c >= cg_) break;
       const uint8_t* src = x.plane(n, grp * cg_ + c) + plane_at;
-      copy_rows(g, win, layout, src, nullptr, band.iy0, band.iy1, band.y0,
+      copy_rows(g, win, layout, src, false, nullptr, band.iy0, band.iy1, band.y0,
                 tap_pairs_ ? h * win.dilation[2] : 0, dst + static_cast<size_t>(h) * member,
                 scratch);
     }

@@ -332,10 +332,7 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
         }
     }
   };
-  if (pool && items > 1)
-    pool->parallel_for(items, work);
-  else
-    work(0, items);
+  split_items(pool, items, work);
 }
 
 void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
@@ -393,10 +390,7 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
       }
     }
   };
-  if (pool && items > 1)
-    pool->parallel_for(items, work);
-  else
-    work(0, items);
+  split_items(pool, items, work);
 }
 
 }  // namespace voxrt::cpu

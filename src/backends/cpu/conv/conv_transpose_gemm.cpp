@@ -273,10 +273,7 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
       }
     }
   };
-  if (pool && items > 1)
-    pool->parallel_for(items, work);
-  else
-    work(0, items);
+  split_items(pool, items, work);
 }
 
 // Overlapping taps: a work item owns a chunk of output channels over a block of output planes
@@ -403,10 +400,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
         }
     }
   };
-  if (pool && items > 1)
-    pool->parallel_for(items, work);
-  else
-    work(0, items);
+  split_items(pool, items, work);
 }
 
 namespace {
@@ -551,17 +545,11 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   // Input columns [ix0, ix1) land at padded column ix - wlo_.
   const int64_t ix0 = std::max<int64_t>(0, wlo_), ix1 = std::min(in_w, xlen + wlo_);
   const int64_t iy0 = std::max<int64_t>(0, lo[1]), iy1 = std::min(in_h, ylen + lo[1]);
-  auto parallel = [&](int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-    if (pool && n > 1)
-      pool->parallel_for(n, fn);
-    else
-      fn(0, n);
-  };
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t j0 = 0; j0 < most[0]; j0 += zb) {
       const int64_t j1 = std::min(most[0], j0 + zb);
       // Slab plane sp holds input plane j0 + lo + sp of each channel pack.
-      parallel(packs * slab_planes, [&](int64_t begin, int64_t end) {
+      split_items(pool, packs * slab_planes, [&](int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end; ++item) {
           const int64_t pack = item / slab_planes, sp = item % slab_planes;
           const int64_t iz = j0 + lo[0] + sp;
@@ -585,7 +573,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
       });
       // Items (depth phase, plane j, height phase): rows of strips, each strip's tiles (output
       // channels of each width phase) interleaved into the output rows.
-      parallel(sd * (j1 - j0) * sh, [&](int64_t begin, int64_t end) {
+      split_items(pool, sd * (j1 - j0) * sh, [&](int64_t begin, int64_t end) {
         std::vector<uint8_t> strip(static_cast<size_t>(sw * mpad * nr) * es);
         for (int64_t item = begin; item < end; ++item) {
           const int64_t rh = item % sh, jd = j0 + item / sh % (j1 - j0), rd = item / sh / (j1 - j0);
