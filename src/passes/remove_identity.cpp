@@ -11,7 +11,9 @@ bool is_graph_io(const ir::Graph& g, int v) {
 }
 }  // namespace
 
-// Identity, inference-mode Dropout and Pad by zero on every side pass their input through.
+// Identity, inference-mode Dropout, Pad by zero on every side and Cast to the type its input
+// has already pass their input through. (Converting an fp16 model whose Resize islands keep
+// float32 turns the islands' Casts into float16 -> float16 ones.)
 // Dropout is dropped only when its mask output is unused and its training_mode input is absent
 // or a constant false. (torch exports AvgPool with count_include_pad, its default, as a Pad
 // before the AveragePool, of zeros when the pool has no padding.)
@@ -41,6 +43,12 @@ void remove_identity(ir::Graph& g) {
       }
       passthrough =
           !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+    }
+    if (n.op_type == "Cast" && n.domain.empty() && n.inputs.size() == 1 && n.inputs[0] >= 0 &&
+        n.outputs.size() == 1 && n.outputs[0] >= 0) {
+      const auto& from = g.values[static_cast<size_t>(n.inputs[0])].dtype;
+      const auto& to = g.values[static_cast<size_t>(n.outputs[0])].dtype;
+      passthrough = from && to && *from == *to;
     }
     if (!passthrough || n.inputs.empty() || n.inputs[0] < 0 || n.outputs[0] < 0) {
       kept.push_back(std::move(n));

@@ -540,5 +540,38 @@ TEST(RemoveIdentity, PadByZeroGoes) {
     }
 }
 
+// A Cast to the type its input already has is a copy and goes; a Cast that converts stays.
+TEST(RemoveIdentity, CastToItsOwnTypeGoes) {
+  for (bool same : {true, false}) {
+    ModelBuilder b(17);
+    b.input("x", onnx::TensorProto::FLOAT, {1, 2, 4, 4});
+    auto& cast = b.node("Cast", {"x"}, {"c"});
+    ModelBuilder::attr_int(cast, "to",
+                           same ? onnx::TensorProto::FLOAT : onnx::TensorProto::FLOAT16);
+    b.node("Relu", {"c"}, {"y"});
+    b.output("y", same ? onnx::TensorProto::FLOAT : onnx::TensorProto::FLOAT16);
+    ir::Graph g = import(b.bytes());
+    run_passes(g, "remove-identity");
+    EXPECT_EQ(count_ops(g, "Cast"), same ? 0 : 1) << (same ? "float -> float" : "float -> float16");
+    Tensor x = random_input({1, 2, 4, 4}, 9);
+    Tensor y = run_graph(g, {x}, true)[0];
+    EXPECT_EQ(y.dtype(), same ? DType::f32 : DType::f16);
+  }
+}
+
+// Converting an fp16 model whose Resizes keep float32 between Casts (onnxconverter_common's
+// default) leaves no Cast: the islands' Casts become float16 -> float16 and go.
+TEST(CompileModel, Fp16ConversionOfAnFp16ModelKeepsNoCasts) {
+  const std::string bytes =
+      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16.onnx");
+  ASSERT_GT(count_ops(import(bytes), "Cast"), 0) << "the fixture should have its Cast islands";
+  CompileOptions o;
+  o.fp16 = true;
+  CompiledModel m =
+      compile_model(bytes.data(), bytes.size(), "unet3d_resize_op17_fp16.onnx", "", o);
+  EXPECT_EQ(count_ops(m.graph, "Cast"), 0);
+  EXPECT_EQ(count_ops(m.graph, "Resize"), 2);
+}
+
 }  // namespace
 }  // namespace voxrt::test
