@@ -15,6 +15,18 @@ struct ResizeImpl {
   static void blend_rows(const void* const* rows_v, const float* w, int nrows, float* tmp,
                          int64_t n) {
     const T* const* rows = reinterpret_cast<const T* const*>(rows_v);
+    if (nrows == 4) {
+      // Trilinear's usual case (two depth taps by two height taps): two independent sums, so
+      // a vector waits on two dependent FMAs rather than four.
+      const T *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
+      const V w0 = S::set1(w[0]), w1 = S::set1(w[1]), w2 = S::set1(w[2]), w3 = S::set1(w[3]);
+      for_vectors<S>(n, [&](int64_t i, int c) {
+        V a = S::fmadd(load_n<S>(r1 + i, c), w1, S::mul(load_n<S>(r0 + i, c), w0));
+        V b = S::fmadd(load_n<S>(r3 + i, c), w3, S::mul(load_n<S>(r2 + i, c), w2));
+        store_n<S>(tmp + i, S::add(a, b), c);
+      });
+      return;
+    }
     for_vectors<S>(n, [&](int64_t i, int c) {
       V acc = S::mul(load_n<S>(rows[0] + i, c), S::set1(w[0]));
       for (int r = 1; r < nrows; ++r) acc = S::fmadd(load_n<S>(rows[r] + i, c), S::set1(w[r]), acc);
