@@ -25,7 +25,8 @@ class ScratchCache {
     uint8_t* data = nullptr;
     size_t capacity = 0;
   };
-  /// A 64-byte aligned block of at least `bytes`: the smallest free one that fits, else new.
+  /// A 64-byte aligned block of at least `bytes`: the smallest free one that fits, else a new
+  /// one, which replaces the largest free block (too small for this take).
   Block take(size_t bytes);
   /// Keeps `b` for a later take; beyond `max_free` free blocks the smallest is freed, so what
   /// the cache holds stays near the scratch one run has in use at once.

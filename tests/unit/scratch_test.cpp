@@ -1,5 +1,5 @@
-// The Session's scratch cache: blocks come back to later takes, best fit first, aligned, and the
-// cache keeps only a few free blocks.
+// The Session's scratch cache: blocks come back to later takes, best fit first, aligned, a block
+// too small is replaced, and the cache keeps only a few free blocks.
 #include "runtime/scratch.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +32,22 @@ TEST(ScratchCache, ReusesTheSmallestFreeBlockThatFits) {
   ScratchCache::Block d = c.take(5 << 20);
   EXPECT_NE(d.data, big_data);
   for (ScratchCache::Block x : {a, b, d}) c.give_back(x);
+}
+
+// A take nothing free fits replaces the largest free block, so blocks of growing sizes taken one
+// after another (a run's convolutions) leave one block, not all of them.
+TEST(ScratchCache, ABlockTooSmallIsReplaced) {
+  ScratchCache c;
+  ScratchCache::Block small = c.take(64 << 10), mid = c.take(1 << 20);
+  c.give_back(small);
+  c.give_back(mid);
+  ScratchCache::Block big = c.take(2 << 20);  // replaces mid, keeps small
+  EXPECT_EQ(c.free_bytes(), small.capacity);
+  c.give_back(big);
+  EXPECT_EQ(c.free_bytes(), small.capacity + big.capacity);
+  ScratchCache::Block again = c.take(1 << 20);  // the big block serves it now
+  EXPECT_EQ(again.data, big.data);
+  c.give_back(again);
 }
 
 TEST(ScratchCache, KeepsAFewFreeBlocksDroppingTheSmallest) {
