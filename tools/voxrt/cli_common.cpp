@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <random>
 
 #include "core/half.h"
@@ -135,6 +136,14 @@ int64_t peak_rss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+int64_t file_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8)) * 1024;  // "... kB"
+  return -1;
 }
 
 }  // namespace voxrt::cli

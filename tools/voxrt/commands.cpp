@@ -164,6 +164,9 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
       "activations %s\n",
       runs, warmup, median, ms.front(), gflops, human_bytes(peak_rss_bytes()).c_str(),
       human_bytes(sum.activation_bytes).c_str());
+  if (int64_t file = file_rss_bytes(); file >= 0)
+    std::printf("resident file-backed pages (code of voxrt and its libraries) %s\n",
+                human_bytes(file).c_str());
   if (opt.profiling)
     std::printf(
         "profile of the %d timed runs written to %s (Chrome trace: open in ui.perfetto.dev)\n",
