@@ -26,7 +26,8 @@ namespace voxrt {
 
 enum class Precision {
   as_model,  ///< compute in the model's own types
-  fp32,      ///< same as as_model for fp32 models
+  fp32,      ///< float32 throughout: an fp16 model's weights and activations widen at load
+             ///< (graph inputs and outputs keep their types); fp32 models run as they are
   fp16,      ///< store float activations and weights in fp16, accumulate in fp32
 };
 

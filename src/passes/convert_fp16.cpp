@@ -40,7 +40,8 @@ bool is_f32(const ir::Graph& g, int v) {
   return v >= 0 && g.values[static_cast<size_t>(v)].dtype == DType::f32;
 }
 
-int add_cast(ir::Graph& g, std::vector<ir::Node>& out, int from, DType to, const std::string& name) {
+int add_cast(ir::Graph& g, std::vector<ir::Node>& out, int from, DType to,
+             const std::string& name) {
   int v = g.add_value(name);
   g.values[static_cast<size_t>(v)].dtype = to;
   ir::Node c;
@@ -106,8 +107,8 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
   for (int v : g.inputs) {
     if (!is_f32(g, v)) continue;
     if (opt.keep_io_types)
-      input_cast[v] = add_cast(g, nodes, v, DType::f16, "graph_input_cast_" +
-                                                             g.values[static_cast<size_t>(v)].name);
+      input_cast[v] = add_cast(g, nodes, v, DType::f16,
+                               "graph_input_cast_" + g.values[static_cast<size_t>(v)].name);
     else
       g.values[static_cast<size_t>(v)].dtype = DType::f16;
   }
@@ -124,7 +125,8 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
         if (produced_f32.count(v)) v = produced_f32[v];
       } else if (!g.is_constant(v) && g.values[static_cast<size_t>(v)].dtype == DType::f16) {
         v = add_cast(g, nodes, v, DType::f32, n.name + "_input_cast_" + std::to_string(i));
-      } else if (is_f32(g, v) && !input_cast.count(v) && !produced_f32.count(v) && !g.is_constant(v)) {
+      } else if (is_f32(g, v) && !input_cast.count(v) && !produced_f32.count(v) &&
+                 !g.is_constant(v)) {
         // f32 activation about to turn f16 upstream: read it back as f32.
         v = add_cast(g, nodes, v, DType::f32, n.name + "_input_cast_" + std::to_string(i));
       }
@@ -133,8 +135,9 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
       nodes.push_back(n);
       for (int o : n.outputs)
         if (is_f32(g, o))
-          produced_f32[o] = add_cast(g, nodes, o, DType::f16,
-                                     n.name + "_output_cast_" + g.values[static_cast<size_t>(o)].name);
+          produced_f32[o] =
+              add_cast(g, nodes, o, DType::f16,
+                       n.name + "_output_cast_" + g.values[static_cast<size_t>(o)].name);
       continue;
     }
     if (n.op_type == "Cast" && n.attrs.get_int("to", 0) == 1) n.attrs.items["to"].i = 10;
@@ -155,7 +158,8 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
   for (auto& n : nodes)
     for (int& v : n.inputs)
       if (v >= 0 && produced_f32.count(v)) {
-        bool is_cast_of_it = n.op_type == "Cast" && n.name.find("_output_cast_") != std::string::npos;
+        bool is_cast_of_it =
+            n.op_type == "Cast" && n.name.find("_output_cast_") != std::string::npos;
         if (!is_cast_of_it) v = produced_f32[v];
       }
 
@@ -176,7 +180,8 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
         if (i == out) i = half;
     }
     std::vector<ir::Node> tail;
-    int cast = add_cast(g, tail, half, DType::f32, "graph_output_cast_" + g.values[static_cast<size_t>(out)].name);
+    int cast = add_cast(g, tail, half, DType::f32,
+                        "graph_output_cast_" + g.values[static_cast<size_t>(out)].name);
     tail[0].outputs[0] = out;
     (void)cast;
     nodes.push_back(std::move(tail[0]));
@@ -190,6 +195,68 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
   g.nodes = std::move(nodes);
   g.topo_sort();
   return report;
+}
+
+int64_t convert_fp32(ir::Graph& g) {
+  auto widen = [](const Tensor& t) {
+    Tensor f = Tensor::empty(DType::f32, t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      f.data<float>()[i] = half_to_float(t.data<uint16_t>()[i]);
+    return f;
+  };
+  int64_t widened = 0;
+  for (auto& [v, t] : g.constants) {
+    if (t.dtype() != DType::f16) continue;
+    t = widen(t);
+    g.values[static_cast<size_t>(v)].dtype = DType::f32;
+    ++widened;
+  }
+  auto is_f16 = [&](int v) {
+    return v >= 0 && g.values[static_cast<size_t>(v)].dtype == DType::f16;
+  };
+  std::vector<ir::Node> nodes;
+  std::map<int, int> input_cast;  // float16 graph input -> its float32 copy
+  for (int v : g.inputs)
+    if (is_f16(v))
+      input_cast[v] = add_cast(g, nodes, v, DType::f32,
+                               "graph_input_cast_" + g.values[static_cast<size_t>(v)].name);
+  for (ir::Node& n : g.nodes) {
+    for (int& v : n.inputs)
+      if (v >= 0 && input_cast.count(v)) v = input_cast[v];
+    if (n.domain.empty() && n.op_type == "Cast" && n.attrs.get_int("to", 0) == 10)
+      n.attrs.items["to"].i = 1;
+    if (n.domain.empty() && (n.op_type == "Constant" || n.op_type == "ConstantOfShape") &&
+        n.attrs.has("value")) {
+      ir::Attribute& a = n.attrs.items["value"];
+      if (a.kind == ir::Attribute::Kind::t && a.t.dtype() == DType::f16) a.t = widen(a.t);
+    }
+    nodes.push_back(std::move(n));
+  }
+  for (int out : g.outputs) {
+    if (!is_f16(out) || g.is_constant(out) || input_cast.count(out)) continue;
+    // The producer now writes a float32 copy; a Cast to float16 keeps the output's name and type.
+    int wide = g.add_value(g.values[static_cast<size_t>(out)].name + "_fp32");
+    for (ir::Node& n : nodes) {
+      for (int& o : n.outputs)
+        if (o == out) o = wide;
+      for (int& i : n.inputs)
+        if (i == out) i = wide;
+    }
+    std::vector<ir::Node> tail;
+    add_cast(g, tail, wide, DType::f16,
+             "graph_output_cast_" + g.values[static_cast<size_t>(out)].name);
+    tail[0].outputs[0] = out;
+    nodes.push_back(std::move(tail[0]));
+  }
+  // Activations are retyped by inference after this pass; start every non-I/O value afresh.
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    int id = static_cast<int>(v);
+    bool io = std::count(g.inputs.begin(), g.inputs.end(), id) > 0;
+    if (!io && !g.is_constant(id)) g.values[v].dtype.reset();
+  }
+  g.nodes = std::move(nodes);
+  g.topo_sort();
+  return widened;
 }
 
 }  // namespace voxrt

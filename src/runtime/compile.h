@@ -14,6 +14,7 @@ namespace voxrt {
 
 struct CompileOptions {
   bool fp16 = false;               // convert float weights and activations to fp16, keep fp32 I/O
+  bool fp32 = false;               // widen fp16 weights and activations to fp32, keep the I/O types
   bool optimize = true;            // run the portable passes
   std::string stop_after;          // stop the pass list after the pass of this name
   bool cpu_kernels = true;         // lower nodes to optimized CPU kernels where one applies
@@ -33,7 +34,7 @@ CompiledModel compile_model(const void* bytes, size_t size, const std::string& m
 /// protobuf copy once imported, so loading holds about one copy of a large model at a time.
 CompiledModel compile_model(std::string&& bytes, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options);
-/// The steps after import: fp16 conversion, passes, ops, CPU lowering.
+/// The steps after import: precision conversion, passes, ops, CPU lowering.
 CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options);
 
 /// Imports and checks a model without passes (for converters); dtypes are inferred.

@@ -55,6 +55,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   if (opt.threads < 1) throw Error("model '" + name + "': threads must be at least 1");
   CompileOptions co;
   co.fp16 = opt.precision == Precision::fp16;
+  co.fp32 = opt.precision == Precision::fp32;
   co.optimize = opt.optimize;
   co.stop_after = opt.stop_after_pass;
   co.cpu_kernels = opt.backend == Backend::cpu;

@@ -1,7 +1,8 @@
 // torch-exported UNets (tests/fixtures, made by tools/make_fixtures.py) against torch's float64
-// outputs: fp32 within relative L2 1e-5; fp16 models, fp32 models run with the fp16 option, and
-// every model run with bf16 products (FpMath::bf16, where the CPU has AVX512-BF16) within 1e-2
-// with the argmax class agreeing on at least 99.9% of voxels.
+// outputs: fp32 within relative L2 1e-5; fp16 models (as they are, and widened to float32 by the
+// fp32 option), fp32 models run with the fp16 option, and every model run with bf16 products
+// (FpMath::bf16, where the CPU has AVX512-BF16) within 1e-2 with the argmax class agreeing on at
+// least 99.9% of voxels.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,17 +17,20 @@ namespace voxrt {
 namespace {
 
 struct Case {
-  std::string model;      // file under the fixture dir
-  bool model_is_fp16;     // weights converted to fp16
-  bool run_fp16_option;   // fp32 model run with Precision::fp16
-  bool bf16_math;         // run with FpMath::bf16
+  std::string model;     // file under the fixture dir
+  bool model_is_fp16;    // weights converted to fp16
+  bool run_fp16_option;  // fp32 model run with Precision::fp16
+  bool run_fp32_option;  // fp16 model run with Precision::fp32
+  bool bf16_math;        // run with FpMath::bf16
   std::string input, expected;
   std::string label;
   double argmax_min_margin;  // voxels whose reference top-1 minus top-2 is below this are near-ties
   double min_agreement_all;  // over every voxel, near-ties included
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.label;
+}
 
 std::vector<Case> cases() {
   std::ifstream f(std::string(VOXRT_FIXTURE_DIR) + "/manifest.json");
@@ -41,12 +45,15 @@ std::vector<Case> cases() {
       double margin = c["argmax_min_margin"];
       double all32 = m["tolerances"]["fp32"]["argmax_agreement_all"];
       double all16 = m["tolerances"]["fp16"]["argmax_agreement_all"];
-      out.push_back({model["file"], fp16, false, false, c["input"], c["expected"], name + "_" + b,
-                     margin, fp16 ? all16 : all32});
+      out.push_back({model["file"], fp16, false, false, false, c["input"], c["expected"],
+                     name + "_" + b, margin, fp16 ? all16 : all32});
       if (!fp16)
-        out.push_back({model["file"], false, true, false, c["input"], c["expected"],
+        out.push_back({model["file"], false, true, false, false, c["input"], c["expected"],
                        name + "_as_fp16_" + b, margin, all16});
-      out.push_back({model["file"], fp16, false, true, c["input"], c["expected"],
+      else
+        out.push_back({model["file"], true, false, true, false, c["input"], c["expected"],
+                       name + "_as_fp32_" + b, margin, all16});
+      out.push_back({model["file"], fp16, false, false, true, c["input"], c["expected"],
                      name + "_bf16math_" + b, margin, all16});
     }
   }
@@ -64,12 +71,14 @@ TEST_P(ModelFixture, MatchesTorch) {
   std::string dir = VOXRT_FIXTURE_DIR;
   SessionOptions opt;
   if (c.run_fp16_option) opt.precision = Precision::fp16;
+  if (c.run_fp32_option) opt.precision = Precision::fp32;
   if (c.bf16_math) opt.fpmath = FpMath::bf16;
   Session s(dir + "/" + c.model, opt);
   Tensor x = cli::read_npy(dir + "/" + c.input);
   if (s.inputs()[0].dtype == DType::f16) {
     Tensor h = Tensor::empty(DType::f16, x.shape());
-    for (int64_t i = 0; i < x.numel(); ++i) h.data<uint16_t>()[i] = float_to_half(x.data<float>()[i]);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      h.data<uint16_t>()[i] = float_to_half(x.data<float>()[i]);
     x = h;
   }
   Tensor want = cli::read_npy(dir + "/" + c.expected);
@@ -93,7 +102,9 @@ TEST_P(ModelFixture, MatchesTorch) {
       int64_t ag = 0, aw = 0;
       auto ref = [&](int64_t k) { return want.data<float>()[(b * classes + k) * spatial + v]; };
       for (int64_t k = 1; k < classes; ++k) {
-        if (element(got, (b * classes + k) * spatial + v) > element(got, (b * classes + ag) * spatial + v)) ag = k;
+        if (element(got, (b * classes + k) * spatial + v) >
+            element(got, (b * classes + ag) * spatial + v))
+          ag = k;
         if (ref(k) > ref(aw)) aw = k;
       }
       double second = -1e300;
@@ -105,18 +116,22 @@ TEST_P(ModelFixture, MatchesTorch) {
       decisive_agree += is_decisive && ag == aw;
     }
   double agreement = static_cast<double>(agree) / static_cast<double>(n * spatial);
-  double decisive_agreement = static_cast<double>(decisive_agree) / static_cast<double>(std::max<int64_t>(decisive, 1));
+  double decisive_agreement =
+      static_cast<double>(decisive_agree) / static_cast<double>(std::max<int64_t>(decisive, 1));
   EXPECT_GE(decisive_agreement, 0.999) << c.label;
   EXPECT_GE(agreement, c.min_agreement_all) << c.label;
-  std::printf("%-32s rel_l2 %.3g  argmax agreement %.5f (all voxels)  %.5f (%.1f%% decisive voxels)\n",
-              c.label.c_str(), rel_l2, agreement, decisive_agreement,
-              100.0 * static_cast<double>(decisive) / static_cast<double>(n * spatial));
+  std::printf(
+      "%-32s rel_l2 %.3g  argmax agreement %.5f (all voxels)  %.5f (%.1f%% decisive voxels)\n",
+      c.label.c_str(), rel_l2, agreement, decisive_agreement,
+      100.0 * static_cast<double>(decisive) / static_cast<double>(n * spatial));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.label; });
 
-TEST(ModelFixtureManifest, IsPresent) { EXPECT_FALSE(cases().empty()); }
+TEST(ModelFixtureManifest, IsPresent) {
+  EXPECT_FALSE(cases().empty());
+}
 
 }  // namespace
 }  // namespace voxrt
@@ -139,12 +154,15 @@ std::vector<ConvertCase> convert_cases() {
     if (model["precision"] != "fp32") continue;
     const auto& c = model["cases"][0];
     for (bool keep_io : {false, true})
-      for (std::string block : {"", "Resize"}) out.push_back({model["file"], c["input"], c["expected"], keep_io, block});
+      for (std::string block : {"", "Resize"})
+        out.push_back({model["file"], c["input"], c["expected"], keep_io, block});
   }
   return out;
 }
 
-void PrintTo(const ConvertCase& c, std::ostream* os) { *os << c.model; }
+void PrintTo(const ConvertCase& c, std::ostream* os) {
+  *os << c.model;
+}
 
 class ConvertFixture : public ::testing::TestWithParam<ConvertCase> {};
 
@@ -153,7 +171,8 @@ class ConvertFixture : public ::testing::TestWithParam<ConvertCase> {};
 TEST_P(ConvertFixture, Fp16OutputMatchesTorch) {
   const ConvertCase& c = GetParam();
   std::string dir = VOXRT_FIXTURE_DIR;
-  std::string out = ::testing::TempDir() + "/converted_" + (c.keep_io ? "keepio_" : "") + c.block + "_" + c.model;
+  std::string out =
+      ::testing::TempDir() + "/converted_" + (c.keep_io ? "keepio_" : "") + c.block + "_" + c.model;
   Fp16ConvertOptions opt;
   opt.keep_io_types = c.keep_io;
   if (!c.block.empty()) opt.block_ops.insert(c.block);
@@ -164,7 +183,8 @@ TEST_P(ConvertFixture, Fp16OutputMatchesTorch) {
   Tensor x = cli::read_npy(dir + "/" + c.input);
   if (!c.keep_io) {
     Tensor h = Tensor::empty(DType::f16, x.shape());
-    for (int64_t i = 0; i < x.numel(); ++i) h.data<uint16_t>()[i] = float_to_half(x.data<float>()[i]);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      h.data<uint16_t>()[i] = float_to_half(x.data<float>()[i]);
     x = h;
   }
   Tensor got = s.run({{s.inputs()[0].name, x}})[0];

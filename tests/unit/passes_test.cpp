@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_op.h"
 #include "backends/ref/ops/fused.h"
 #include "backends/ref/tensor_math.h"
+#include "core/half.h"
 #include "model_builder.h"
 #include "runtime/compile.h"
 
@@ -571,6 +572,47 @@ TEST(CompileModel, Fp16ConversionOfAnFp16ModelKeepsNoCasts) {
       compile_model(bytes.data(), bytes.size(), "unet3d_resize_op17_fp16.onnx", "", o);
   EXPECT_EQ(count_ops(m.graph, "Cast"), 0);
   EXPECT_EQ(count_ops(m.graph, "Resize"), 2);
+}
+
+// Precision::fp32 on an fp16 model: every value between the edges is float32 (the model's Resize
+// islands' Casts gone with the rest), the graph's float16 input and output keep their type, and
+// the optimized kernels agree with the reference backend within the fp32 bar.
+TEST(ConvertFp32, WidensAnFp16ModelBetweenItsEdges) {
+  const std::string bytes =
+      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16.onnx");
+  CompileOptions o;
+  o.fp32 = true;
+  CompiledModel m =
+      compile_model(bytes.data(), bytes.size(), "unet3d_resize_op17_fp16.onnx", "", o);
+  const ir::Graph& g = m.graph;
+  ASSERT_EQ(g.inputs.size(), 1u);
+  ASSERT_EQ(g.outputs.size(), 1u);
+  EXPECT_EQ(g.values[static_cast<size_t>(g.inputs[0])].dtype, DType::f16);
+  EXPECT_EQ(g.values[static_cast<size_t>(g.outputs[0])].dtype, DType::f16);
+  EXPECT_EQ(count_ops(g, "Cast"), 2);  // the input's and the output's
+  for (const ir::Node& n : g.nodes) {
+    if (n.op_type == "Cast") continue;
+    for (int v : n.inputs)
+      if (v >= 0)
+        EXPECT_NE(g.values[static_cast<size_t>(v)].dtype, DType::f16) << n.name << " reads float16";
+    for (int v : n.outputs)
+      if (v >= 0)
+        EXPECT_NE(g.values[static_cast<size_t>(v)].dtype, DType::f16)
+            << n.name << " writes float16";
+  }
+
+  Tensor x32 = random_input({1, 1, 16, 16, 16}, 21);
+  Tensor x = Tensor::empty(DType::f16, x32.shape());
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.data<uint16_t>()[i] = float_to_half(x32.data<float>()[i]);
+  SessionOptions so;
+  so.precision = Precision::fp32;
+  Session fast(bytes.data(), bytes.size(), so);
+  so.backend = Backend::reference;
+  Session slow(bytes.data(), bytes.size(), so);
+  Tensor got = fast.run({{"input", x}})[0], want = slow.run({{"input", x}})[0];
+  EXPECT_EQ(got.dtype(), DType::f16);
+  EXPECT_LT(rel_l2(got, want), 1e-5);
 }
 
 }  // namespace

@@ -75,18 +75,21 @@ std::vector<std::pair<std::string, Shape>> resolve_shapes(const std::vector<std:
 }
 
 std::vector<std::string> precision_names() {
-  return {"fp32", "fp16", "fp32+bf16", "fp16+bf16", "model", "model+bf16"};
+  return {"model", "fp32", "fp16", "model+bf16", "fp32+bf16", "fp16+bf16"};
 }
 
 void apply_precision(const std::string& p, SessionOptions& opt) {
   const bool bf16 = p.size() > 5 && p.compare(p.size() - 5, 5, "+bf16") == 0;
   const std::string storage = bf16 ? p.substr(0, p.size() - 5) : p;
-  if (storage == "fp32" || storage == "model" || storage.empty())
+  if (storage == "model" || storage.empty())
     opt.precision = Precision::as_model;
+  else if (storage == "fp32")
+    opt.precision = Precision::fp32;
   else if (storage == "fp16")
     opt.precision = Precision::fp16;
   else
-    throw Error("precision '" + p + "' is not one of fp32, fp16, fp32+bf16, fp16+bf16");
+    throw Error("precision '" + p + "' is not one of model, fp32, fp16, model+bf16, fp32+bf16, " +
+                "fp16+bf16");
   opt.fpmath = bf16 ? FpMath::bf16 : FpMath::strict;
   if (bf16 && !cpu_info().bf16_products)
     std::fprintf(stderr, "note: precision %s: this CPU (%s) has no AVX512-BF16; running %s\n",

@@ -21,8 +21,8 @@ std::vector<std::pair<std::string, Shape>> resolve_shapes(
 /// AVX512-BF16 (FpMath::bf16).
 std::vector<std::string> precision_names();
 inline constexpr const char* kPrecisionHelp =
-    "fp32 (the model's own types), fp16, fp32+bf16 or fp16+bf16 (convolutions with bf16 "
-    "products on CPUs with AVX512-BF16)";
+    "model (the model's own types), fp32 (an fp16 model widened to float32), fp16 (a float32 "
+    "model stored in float16); +bf16: convolutions with bf16 products on CPUs with AVX512-BF16";
 /// Sets opt.precision and opt.fpmath from a precision_names() entry.
 void apply_precision(const std::string& p, SessionOptions& opt);
 /// Tensor of this dtype and shape filled with reproducible values in [-1, 1).

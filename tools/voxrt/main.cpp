@@ -11,49 +11,61 @@ int main(int argc, char** argv) {
   CLI::App app{"voxrt: an inference engine for 3D segmentation networks"};
   app.require_subcommand(1);
 
-  std::string model, precision = "fp32";
+  std::string model, precision = "model";
   std::vector<std::string> shapes, inputs, outputs;
   bool passes = false;
   int threads = 1, runs = 10, warmup = 2;
 
-  CLI::App* info = app.add_subcommand("info", "Inputs, outputs, opset, op histogram, parameters, MACs "
-                                              "and activation memory.\nExample: voxrt info unet.onnx "
-                                              "--shape input=1x1x96x96x96 --passes");
+  CLI::App* info = app.add_subcommand("info",
+                                      "Inputs, outputs, opset, op histogram, parameters, MACs "
+                                      "and activation memory.\nExample: voxrt info unet.onnx "
+                                      "--shape input=1x1x96x96x96 --passes");
   info->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
-  info->add_option("--shape", shapes, "input shape, name=1x1x96x96x96 (symbolic dims default to 1)");
+  info->add_option("--shape", shapes,
+                   "input shape, name=1x1x96x96x96 (symbolic dims default to 1)");
   info->add_flag("--passes", passes, "print the graph before and after the graph passes");
-  info->add_option("--precision", precision, kPrecisionHelp)->check(CLI::IsMember(precision_names()));
+  info->add_option("--precision", precision, kPrecisionHelp)
+      ->check(CLI::IsMember(precision_names()));
 
-  CLI::App* run = app.add_subcommand("run", "Run a model on .npy inputs and write .npy outputs.\n"
-                                            "Example: voxrt run unet.onnx --input input=x.npy --output y.npy");
+  CLI::App* run =
+      app.add_subcommand("run",
+                         "Run a model on .npy inputs and write .npy outputs.\n"
+                         "Example: voxrt run unet.onnx --input input=x.npy --output y.npy");
   run->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
-  run->add_option("--input", inputs, "name=file.npy (the name may be left out for one input)")->required();
+  run->add_option("--input", inputs, "name=file.npy (the name may be left out for one input)")
+      ->required();
   run->add_option("--output", outputs, "name=file.npy (or file.npy for the first output)");
-  run->add_option("--precision", precision, kPrecisionHelp)->check(CLI::IsMember(precision_names()));
+  run->add_option("--precision", precision, kPrecisionHelp)
+      ->check(CLI::IsMember(precision_names()));
   run->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
 
-  CLI::App* bench = app.add_subcommand("bench", "Time a model: warm-up, then median and min ms, GFLOP/s "
-                                                "and peak memory.\nExample: voxrt bench unet.onnx "
-                                                "--shape input=1x1x96x96x96 --precision fp16 --runs 10");
+  CLI::App* bench = app.add_subcommand("bench",
+                                       "Time a model: warm-up, then median and min ms, GFLOP/s "
+                                       "and peak memory.\nExample: voxrt bench unet.onnx "
+                                       "--shape input=1x1x96x96x96 --precision fp16 --runs 10");
   bench->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
   bench->add_option("--shape", shapes, "input shape, name=1x1x96x96x96");
-  bench->add_option("--precision", precision, kPrecisionHelp)->check(CLI::IsMember(precision_names()));
+  bench->add_option("--precision", precision, kPrecisionHelp)
+      ->check(CLI::IsMember(precision_names()));
   bench->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
   bench->add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 100000));
   bench->add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, 1000));
   std::string profile_path;
-  bench->add_option("--profile", profile_path, "write per-node times of the timed runs to this file, "
-                                               "Chrome trace format (ui.perfetto.dev, chrome://tracing)");
+  bench->add_option("--profile", profile_path,
+                    "write per-node times of the timed runs to this file, "
+                    "Chrome trace format (ui.perfetto.dev, chrome://tracing)");
 
-  std::vector<std::string> compare{"fp32"};
-  CLI::App* profile = app.add_subcommand("profile", "Per-node median ms, GFLOP/s, share and kernel, and "
-                                                    "the speedup of one precision over another.\nExample: "
-                                                    "voxrt profile unet.onnx --shape input=1x1x96x96x96 "
-                                                    "--compare fp32,fp16,fp16+bf16");
+  std::vector<std::string> compare{"model"};
+  CLI::App* profile = app.add_subcommand("profile",
+                                         "Per-node median ms, GFLOP/s, share and kernel, and "
+                                         "the speedup of one precision over another.\nExample: "
+                                         "voxrt profile unet.onnx --shape input=1x1x96x96x96 "
+                                         "--compare fp32,fp16,fp16+bf16");
   profile->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
   profile->add_option("--shape", shapes, "input shape, name=1x1x96x96x96");
-  profile->add_option("--compare", compare,
-                      std::string("precisions to run, the first the baseline: ") + kPrecisionHelp)
+  profile
+      ->add_option("--compare", compare,
+                   std::string("precisions to run, the first the baseline: ") + kPrecisionHelp)
       ->delimiter(',')
       ->check(CLI::IsMember(precision_names()));
   profile->add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
@@ -62,10 +74,13 @@ int main(int argc, char** argv) {
 
   std::string in_path, out_path, block_ops;
   bool fp16 = false, keep_io = false;
-  CLI::App* convert = app.add_subcommand("convert", "Write an fp16 model from an fp32 one.\nExample: "
-                                                    "voxrt convert --fp16 --keep-io-types in.onnx out.onnx");
-  convert->add_flag("--fp16", fp16, "convert float32 weights and activations to float16")->required();
-  convert->add_flag("--keep-io-types", keep_io, "keep float32 graph inputs and outputs (Casts at the edge)");
+  CLI::App* convert = app.add_subcommand("convert",
+                                         "Write an fp16 model from an fp32 one.\nExample: "
+                                         "voxrt convert --fp16 --keep-io-types in.onnx out.onnx");
+  convert->add_flag("--fp16", fp16, "convert float32 weights and activations to float16")
+      ->required();
+  convert->add_flag("--keep-io-types", keep_io,
+                    "keep float32 graph inputs and outputs (Casts at the edge)");
   convert->add_option("--block-ops", block_ops, "comma-separated op types kept in float32");
   convert->add_option("input", in_path, "fp32 ONNX model")->required()->check(CLI::ExistingFile);
   convert->add_option("output", out_path, "where to write the fp16 model")->required();

@@ -14,8 +14,8 @@ struct Descr {
   const char* code;
   DType dtype;
 };
-constexpr Descr kDescrs[] = {{"<f4", DType::f32}, {"<f2", DType::f16}, {"<f8", DType::f64},
-                             {"<i8", DType::i64}, {"<i4", DType::i32}, {"|u1", DType::u8},
+constexpr Descr kDescrs[] = {{"<f4", DType::f32},    {"<f2", DType::f16}, {"<f8", DType::f64},
+                             {"<i8", DType::i64},    {"<i4", DType::i32}, {"|u1", DType::u8},
                              {"|b1", DType::boolean}};
 
 }  // namespace
@@ -54,15 +54,17 @@ Tensor read_npy(const std::string& path) {
   Shape shape;
   std::string dims = m[1];
   std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
+       ++it)
     shape.push_back(std::stoll(it->str()));
   f.seekg(0, std::ios::end);
   std::streamoff end = f.tellg();
   std::streamoff data_start = (magic[6] == 1 ? 10 : 12) + hlen;
   Tensor t = Tensor::empty(d->dtype, shape);
   if (end - data_start != static_cast<std::streamoff>(t.nbytes()))
-    throw Error("'" + path + "': shape " + shape_str(shape) + " needs " + std::to_string(t.nbytes()) +
-                " bytes, the file holds " + std::to_string(end - data_start));
+    throw Error("'" + path + "': shape " + shape_str(shape) + " needs " +
+                std::to_string(t.nbytes()) + " bytes, the file holds " +
+                std::to_string(end - data_start));
   f.seekg(data_start);
   f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
   return t;
@@ -76,8 +78,8 @@ void write_npy(const std::string& path, const Tensor& t) {
   std::string shape;
   for (int64_t d : t.shape()) shape += std::to_string(d) + ",";
   if (t.rank() > 1) shape.pop_back();
-  std::string header = "{'descr': '" + std::string(code) + "', 'fortran_order': False, 'shape': (" +
-                       shape + "), }";
+  std::string header =
+      "{'descr': '" + std::string(code) + "', 'fortran_order': False, 'shape': (" + shape + "), }";
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';

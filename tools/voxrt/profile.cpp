@@ -22,7 +22,9 @@ std::string shapes_text(const std::vector<Shape>& shapes) {
   return s;
 }
 
-double gflops(int64_t macs, double ms) { return ms > 0 ? 2.0 * static_cast<double>(macs) / (ms * 1e6) : 0; }
+double gflops(int64_t macs, double ms) {
+  return ms > 0 ? 2.0 * static_cast<double>(macs) / (ms * 1e6) : 0;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -76,7 +78,8 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
   for (int r = 0; r < runs; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     s.run(in, out);
-    p.run_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    p.run_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     std::vector<NodeProfile> prof = s.last_profile();
     std::vector<std::string> keys = node_keys(prof);
     for (size_t i = 0; i < prof.size(); ++i) {
@@ -131,14 +134,19 @@ std::string clip(const std::string& s, size_t width) {
 // ms, GFLOP/s and share of one row at one precision; dashes where that precision lacks the row.
 void print_cells(bool present, double ms, int64_t macs, double total_ms) {
   double share = total_ms > 0 ? 100 * ms / total_ms : 0;
-  if (!present) std::printf("  %9s %8s %6s", "-", "-", "-");
-  else if (macs) std::printf("  %9.3f %8.1f %5.1f%%", ms, gflops(macs, ms), share);
-  else std::printf("  %9.3f %8s %5.1f%%", ms, "-", share);
+  if (!present)
+    std::printf("  %9s %8s %6s", "-", "-", "-");
+  else if (macs)
+    std::printf("  %9.3f %8.1f %5.1f%%", ms, gflops(macs, ms), share);
+  else
+    std::printf("  %9.3f %8s %5.1f%%", ms, "-", share);
 }
 
 void print_speedup(bool present, double base_ms, double ms) {
-  if (present && ms > 0) std::printf("  %7.2fx", base_ms / ms);
-  else std::printf("  %8s", "-");
+  if (present && ms > 0)
+    std::printf("  %7.2fx", base_ms / ms);
+  else
+    std::printf("  %8s", "-");
 }
 
 void print_node_table(const std::vector<PrecisionProfile>& ps) {
@@ -156,7 +164,8 @@ void print_node_table(const std::vector<PrecisionProfile>& ps) {
   std::printf("%-*s  %-*s  %-*s", nw, "node", ow, "op", sw, "output shape");
   for (const PrecisionProfile& p : ps)
     std::printf("  %9s %8s %6s", (p.label + " ms").c_str(), "GFLOP/s", "share");
-  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
+  for (size_t k = 1; k < ps.size(); ++k)
+    std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
   std::printf("  kernel\n");
   for (const std::string& key : rows) {
     const NodeStat* any = nullptr;
@@ -177,7 +186,8 @@ void print_node_table(const std::vector<PrecisionProfile>& ps) {
     for (const PrecisionProfile& p : ps)
       if (const NodeStat* st = find_stat(p, key)) kernels.push_back(st->kernel);
     std::string text = kernels[0];
-    if (std::count(kernels.begin(), kernels.end(), kernels[0]) != static_cast<std::ptrdiff_t>(kernels.size()))
+    if (std::count(kernels.begin(), kernels.end(), kernels[0]) !=
+        static_cast<std::ptrdiff_t>(kernels.size()))
       for (size_t k = 1; k < kernels.size(); ++k) text += " | " + kernels[k];
     std::printf("  %s\n", text.c_str());
   }
@@ -203,8 +213,10 @@ void print_op_table(const std::vector<PrecisionProfile>& ps) {
   for (const auto& [op, v] : ops) order.emplace_back(-v[0].ms, op);
   std::sort(order.begin(), order.end());
   std::printf("\n%-24s %7s", "op type", "nodes");
-  for (const PrecisionProfile& p : ps) std::printf("  %9s %8s %6s", (p.label + " ms").c_str(), "GFLOP/s", "share");
-  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
+  for (const PrecisionProfile& p : ps)
+    std::printf("  %9s %8s %6s", (p.label + " ms").c_str(), "GFLOP/s", "share");
+  for (size_t k = 1; k < ps.size(); ++k)
+    std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
   std::printf("\n");
   for (const auto& [neg, op] : order) {
     const std::vector<OpSum>& v = ops[op];
@@ -214,8 +226,10 @@ void print_op_table(const std::vector<PrecisionProfile>& ps) {
       counts += std::to_string(v[k].nodes);
     }
     std::printf("%-24s %7s", op.c_str(), counts.c_str());
-    for (size_t k = 0; k < ps.size(); ++k) print_cells(v[k].nodes > 0, v[k].ms, v[k].macs, ps[k].total_ms);
-    for (size_t k = 1; k < ps.size(); ++k) print_speedup(v[0].nodes > 0 && v[k].nodes > 0, v[0].ms, v[k].ms);
+    for (size_t k = 0; k < ps.size(); ++k)
+      print_cells(v[k].nodes > 0, v[k].ms, v[k].macs, ps[k].total_ms);
+    for (size_t k = 1; k < ps.size(); ++k)
+      print_speedup(v[0].nodes > 0 && v[k].nodes > 0, v[0].ms, v[k].ms);
     std::printf("\n");
   }
 }
@@ -223,13 +237,15 @@ void print_op_table(const std::vector<PrecisionProfile>& ps) {
 void print_totals(const std::vector<PrecisionProfile>& ps) {
   std::printf("\n%-34s", "total");
   for (const PrecisionProfile& p : ps) std::printf("  %9s", p.label.c_str());
-  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
+  for (size_t k = 1; k < ps.size(); ++k)
+    std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
   std::printf("\n%-34s", "sum of node medians, ms");
   for (const PrecisionProfile& p : ps) std::printf("  %9.2f", p.total_ms);
   for (size_t k = 1; k < ps.size(); ++k) print_speedup(true, ps[0].total_ms, ps[k].total_ms);
   std::printf("\n%-34s", "run median (wall), ms");
   for (const PrecisionProfile& p : ps) std::printf("  %9.2f", median(p.run_ms));
-  for (size_t k = 1; k < ps.size(); ++k) print_speedup(true, median(ps[0].run_ms), median(ps[k].run_ms));
+  for (size_t k = 1; k < ps.size(); ++k)
+    print_speedup(true, median(ps[0].run_ms), median(ps[k].run_ms));
   std::printf("\n%-34s", "GFLOP/s over the run median");
   for (const PrecisionProfile& p : ps) std::printf("  %9.1f", gflops(p.macs, median(p.run_ms)));
   std::printf("\n");
@@ -237,11 +253,14 @@ void print_totals(const std::vector<PrecisionProfile>& ps) {
 
 }  // namespace
 
-void write_chrome_trace(const std::string& path, const std::string& title, const std::vector<ProfiledRun>& runs) {
+void write_chrome_trace(const std::string& path, const std::string& title,
+                        const std::vector<ProfiledRun>& runs) {
   using nlohmann::json;
   json events = json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", title}}}});
-  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "run"}}}});
+  events.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", title}}}});
+  events.push_back(
+      {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "run"}}}});
   for (size_t r = 0; r < runs.size(); ++r) {
     const ProfiledRun& run = runs[r];
     double t0_us = run.offset_ms * 1e3;
@@ -282,11 +301,12 @@ int cmd_profile(const std::string& model, const std::vector<std::string>& shapes
   for (const std::string& p : precisions)
     ps.push_back(profile_precision(model, shapes, p, threads, runs, warmup, bound));
   std::printf("model %s  threads %d  shape", model.c_str(), threads);
-  for (const auto& [name, shape] : bound) std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
+  for (const auto& [name, shape] : bound)
+    std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
   std::printf("\nper node: median of %d profiled runs (after %d warm-up)", runs, warmup);
-  if (ps.size() > 1) std::printf("; %s/%s = %s ms over %s ms, above 1 where %s is faster",
-                                 ps[1].label.c_str(), ps[0].label.c_str(), ps[0].label.c_str(),
-                                 ps[1].label.c_str(), ps[1].label.c_str());
+  if (ps.size() > 1)
+    std::printf("; %s/%s = %s ms over %s ms, above 1 where %s is faster", ps[1].label.c_str(),
+                ps[0].label.c_str(), ps[0].label.c_str(), ps[1].label.c_str(), ps[1].label.c_str());
   std::printf("\n\n");
   print_node_table(ps);
   print_op_table(ps);

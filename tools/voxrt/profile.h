@@ -20,7 +20,8 @@ struct ProfiledRun {
 /// Perfetto and chrome://tracing open: one event per run enclosing one per node (name = node,
 /// cat = op type, args = kernel, output shapes, MACs, GFLOP/s). Throws voxrt::Error when the
 /// file cannot be written.
-void write_chrome_trace(const std::string& path, const std::string& title, const std::vector<ProfiledRun>& runs);
+void write_chrome_trace(const std::string& path, const std::string& title,
+                        const std::vector<ProfiledRun>& runs);
 
 /// `voxrt profile`: runs the model at each precision (warm-up, then `runs` profiled runs) and
 /// prints per node the median milliseconds, GFLOP/s, share of the total and kernel, with the

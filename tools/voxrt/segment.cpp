@@ -144,7 +144,8 @@ CLI::App* add_segment_command(CLI::App& app, SegmentArgs& a) {
       "padding where the volume is smaller than the patch: constant, reflect, replicate, circular");
   c->add_option("--pad-value", a.pad_value, "value of constant padding (after normalization)");
   c->add_option("--mirror", a.mirror, "test-time mirroring along these NIfTI axes, e.g. ijk or ij");
-  c->add_option("--precision", a.precision, kPrecisionHelp)->check(CLI::IsMember(precision_names()));
+  c->add_option("--precision", a.precision, kPrecisionHelp)
+      ->check(CLI::IsMember(precision_names()));
   c->add_option("--threads", a.threads, "worker threads of the network")->check(CLI::Range(1, 256));
   c->add_option("--labels-dtype", a.labels_dtype, "uint8 or uint16");
   c->add_option("--probabilities", a.probabilities,

@@ -13,7 +13,7 @@ struct SegmentArgs {
   int batch = 1, threads = 1;
   std::string blend = "gaussian", pad = "constant";
   float pad_value = 0;
-  std::string precision = "fp32";
+  std::string precision = "model";
   std::string labels_dtype = "uint8", probabilities, probabilities_dtype = "float32";
   std::string activation = "auto";
   std::string normalize = "none", ct_clip;
