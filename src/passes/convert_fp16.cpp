@@ -197,23 +197,34 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
   return report;
 }
 
-int64_t convert_fp32(ir::Graph& g) {
+bool convert_fp32(ir::Graph& g) {
+  auto is_f16 = [&](int v) {
+    return v >= 0 && g.values[static_cast<size_t>(v)].dtype == DType::f16;
+  };
+  auto f16_attr = [](const ir::Node& n) {
+    if (!n.domain.empty()) return false;
+    if (n.op_type == "Cast") return n.attrs.get_int("to", 0) == 10;
+    if ((n.op_type == "Constant" || n.op_type == "ConstantOfShape") && n.attrs.has("value")) {
+      const ir::Attribute& a = n.attrs.items.at("value");
+      return a.kind == ir::Attribute::Kind::t && a.t.dtype() == DType::f16;
+    }
+    return false;
+  };
+  bool any = false;
+  for (size_t v = 0; v < g.values.size() && !any; ++v) any = is_f16(static_cast<int>(v));
+  for (const ir::Node& n : g.nodes) any = any || f16_attr(n);
+  if (!any) return false;  // a float32 model: left as it is
   auto widen = [](const Tensor& t) {
     Tensor f = Tensor::empty(DType::f32, t.shape());
     for (int64_t i = 0; i < t.numel(); ++i)
       f.data<float>()[i] = half_to_float(t.data<uint16_t>()[i]);
     return f;
   };
-  int64_t widened = 0;
   for (auto& [v, t] : g.constants) {
     if (t.dtype() != DType::f16) continue;
     t = widen(t);
     g.values[static_cast<size_t>(v)].dtype = DType::f32;
-    ++widened;
   }
-  auto is_f16 = [&](int v) {
-    return v >= 0 && g.values[static_cast<size_t>(v)].dtype == DType::f16;
-  };
   std::vector<ir::Node> nodes;
   std::map<int, int> input_cast;  // float16 graph input -> its float32 copy
   for (int v : g.inputs)
@@ -223,12 +234,11 @@ int64_t convert_fp32(ir::Graph& g) {
   for (ir::Node& n : g.nodes) {
     for (int& v : n.inputs)
       if (v >= 0 && input_cast.count(v)) v = input_cast[v];
-    if (n.domain.empty() && n.op_type == "Cast" && n.attrs.get_int("to", 0) == 10)
-      n.attrs.items["to"].i = 1;
-    if (n.domain.empty() && (n.op_type == "Constant" || n.op_type == "ConstantOfShape") &&
-        n.attrs.has("value")) {
-      ir::Attribute& a = n.attrs.items["value"];
-      if (a.kind == ir::Attribute::Kind::t && a.t.dtype() == DType::f16) a.t = widen(a.t);
+    if (f16_attr(n)) {
+      if (n.op_type == "Cast")
+        n.attrs.items["to"].i = 1;
+      else
+        n.attrs.items["value"].t = widen(n.attrs.items["value"].t);
     }
     nodes.push_back(std::move(n));
   }
@@ -256,7 +266,7 @@ int64_t convert_fp32(ir::Graph& g) {
   }
   g.nodes = std::move(nodes);
   g.topo_sort();
-  return widened;
+  return true;
 }
 
 }  // namespace voxrt

@@ -48,8 +48,9 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& options);
 
 /// Widens float16 weights and activations to float32 (exactly; dtypes must be inferred): an fp16
 /// model computed in float32. Graph inputs and outputs keep their types through Casts at the
-/// edges; the model's Casts to float16 become Casts to float32. Returns the constants widened.
-int64_t convert_fp32(ir::Graph& g);
+/// edges; the model's Casts to float16 become Casts to float32. False, and the graph untouched,
+/// where nothing is float16 (a float32 model); then dtypes need no new inference.
+bool convert_fp32(ir::Graph& g);
 
 /// Removes the nodes whose entry in `drop` (one per node) is nonzero, keeping the others' order.
 void erase_nodes(ir::Graph& g, const std::vector<char>& drop);

@@ -106,7 +106,7 @@ CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options) {
     fold_constants(m.graph);
     convert_fp16(m.graph, Fp16Options{});
     build_ops(m.graph);
-  } else if (options.fp32 && convert_fp32(m.graph) > 0) {
+  } else if (options.fp32 && convert_fp32(m.graph)) {
     build_ops(m.graph);
   }
   m.graph_before_passes = graph_to_text(m.graph);

@@ -615,5 +615,19 @@ TEST(ConvertFp32, WidensAnFp16ModelBetweenItsEdges) {
   EXPECT_LT(rel_l2(got, want), 1e-5);
 }
 
+// Precision::fp32 leaves a float32 model as it is (MONAI's has PRelu slopes and Constants whose
+// types only inference gives).
+TEST(ConvertFp32, LeavesAFloat32ModelAlone) {
+  const std::string bytes =
+      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_monai_op17.onnx");
+  CompileOptions as_model, fp32;
+  fp32.fp32 = true;
+  CompiledModel a = compile_model(bytes.data(), bytes.size(), "m", "", as_model);
+  CompiledModel b = compile_model(bytes.data(), bytes.size(), "m", "", fp32);
+  EXPECT_EQ(graph_to_text(b.graph), graph_to_text(a.graph));
+  ir::Graph g = import(bytes);
+  EXPECT_FALSE(convert_fp32(g));
+}
+
 }  // namespace
 }  // namespace voxrt::test
