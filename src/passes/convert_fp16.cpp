@@ -59,6 +59,36 @@ int add_cast(ir::Graph& g, std::vector<ir::Node>& out, int from, DType to,
   return v;
 }
 
+// Graph output `out` keeps its name: whatever wrote it now writes a new value (`out`'s name +
+// `suffix`), and a Cast to `to` writes `out`.
+void cast_at_output(ir::Graph& g, std::vector<ir::Node>& nodes, int out, const std::string& suffix,
+                    DType to) {
+  const std::string name = g.values[static_cast<size_t>(out)].name;
+  int inner = g.add_value(name + suffix);
+  for (ir::Node& n : nodes) {
+    for (int& o : n.outputs)
+      if (o == out) o = inner;
+    for (int& i : n.inputs)
+      if (i == out) i = inner;
+  }
+  std::vector<ir::Node> tail;
+  add_cast(g, tail, inner, to, "graph_output_cast_" + name);
+  tail[0].outputs[0] = out;
+  nodes.push_back(std::move(tail[0]));
+}
+
+// The converted nodes replace the graph's. Activations are retyped by inference afterwards:
+// every value but the graph's inputs and the constants starts afresh.
+void install(ir::Graph& g, std::vector<ir::Node> nodes) {
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    int id = static_cast<int>(v);
+    bool io = std::count(g.inputs.begin(), g.inputs.end(), id) > 0;
+    if (!io && !g.is_constant(id)) g.values[v].dtype.reset();
+  }
+  g.nodes = std::move(nodes);
+  g.topo_sort();
+}
+
 }  // namespace
 
 // The model's float32 tensors become float16 except graph I/O (with keep_io_types), the inputs
@@ -171,29 +201,9 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
       continue;
     }
     // The producer now writes an fp16 copy; a Cast back to float32 keeps the output's name.
-    int half = g.add_value(g.values[static_cast<size_t>(out)].name + "_fp16");
-    g.values[static_cast<size_t>(half)].dtype = DType::f16;
-    for (ir::Node& n : nodes) {
-      for (int& o : n.outputs)
-        if (o == out) o = half;
-      for (int& i : n.inputs)
-        if (i == out) i = half;
-    }
-    std::vector<ir::Node> tail;
-    int cast = add_cast(g, tail, half, DType::f32,
-                        "graph_output_cast_" + g.values[static_cast<size_t>(out)].name);
-    tail[0].outputs[0] = out;
-    (void)cast;
-    nodes.push_back(std::move(tail[0]));
+    cast_at_output(g, nodes, out, "_fp16", DType::f32);
   }
-  // Activations are retyped by inference after this pass; start every non-I/O value afresh.
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    int id = static_cast<int>(v);
-    bool io = std::count(g.inputs.begin(), g.inputs.end(), id) > 0;
-    if (!io && !g.is_constant(id)) g.values[v].dtype.reset();
-  }
-  g.nodes = std::move(nodes);
-  g.topo_sort();
+  install(g, std::move(nodes));
   return report;
 }
 
@@ -245,27 +255,9 @@ bool convert_fp32(ir::Graph& g) {
   for (int out : g.outputs) {
     if (!is_f16(out) || g.is_constant(out) || input_cast.count(out)) continue;
     // The producer now writes a float32 copy; a Cast to float16 keeps the output's name and type.
-    int wide = g.add_value(g.values[static_cast<size_t>(out)].name + "_fp32");
-    for (ir::Node& n : nodes) {
-      for (int& o : n.outputs)
-        if (o == out) o = wide;
-      for (int& i : n.inputs)
-        if (i == out) i = wide;
-    }
-    std::vector<ir::Node> tail;
-    add_cast(g, tail, wide, DType::f16,
-             "graph_output_cast_" + g.values[static_cast<size_t>(out)].name);
-    tail[0].outputs[0] = out;
-    nodes.push_back(std::move(tail[0]));
+    cast_at_output(g, nodes, out, "_fp32", DType::f16);
   }
-  // Activations are retyped by inference after this pass; start every non-I/O value afresh.
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    int id = static_cast<int>(v);
-    bool io = std::count(g.inputs.begin(), g.inputs.end(), id) > 0;
-    if (!io && !g.is_constant(id)) g.values[v].dtype.reset();
-  }
-  g.nodes = std::move(nodes);
-  g.topo_sort();
+  install(g, std::move(nodes));
   return true;
 }
 
