@@ -39,6 +39,9 @@ std::vector<ConvCase> cases() {
       {"conv3x3x3_6to6_96", "Conv", cube(96, 6), k3(6, 6), p1, {}, {}},
       {"conv3x3x3_12to12_48", "Conv", cube(48, 12), k3(12, 12), p1, {}, {}},
       {"conv3x3x3_64to64_24", "Conv", cube(24, 64), k3(64, 64), p1, {}, {}},
+      // The deep levels of MONAI's UNet at the spleen bundle's size (channels 16 to 256).
+      {"conv3x3x3_64to64_12", "Conv", cube(12, 64), k3(64, 64), p1, {}, {}},
+      {"conv3x3x3_256to256_6", "Conv", cube(6, 256), k3(256, 256), p1, {}, {}},
       {"conv3x3x3_128to128_12", "Conv", cube(12, 128), k3(128, 128), p1, {}, {}},
       {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}, {}},
       {"conv3x3x3_4to32_96_first", "Conv", cube(96, 4), k3(32, 4), p1, {}, {}},
