@@ -592,13 +592,15 @@ TEST(ConvertFp32, WidensAnFp16ModelBetweenItsEdges) {
   EXPECT_EQ(count_ops(g, "Cast"), 2);  // the input's and the output's
   for (const ir::Node& n : g.nodes) {
     if (n.op_type == "Cast") continue;
-    for (int v : n.inputs)
+    for (int v : n.inputs) {
       if (v >= 0)
         EXPECT_NE(g.values[static_cast<size_t>(v)].dtype, DType::f16) << n.name << " reads float16";
-    for (int v : n.outputs)
+    }
+    for (int v : n.outputs) {
       if (v >= 0)
         EXPECT_NE(g.values[static_cast<size_t>(v)].dtype, DType::f16)
             << n.name << " writes float16";
+    }
   }
 
   Tensor x32 = random_input({1, 1, 16, 16, 16}, 21);
