@@ -32,8 +32,9 @@ std::shared_ptr<uint8_t[]> ArenaPool::take(int64_t bytes) {
       return a;
     }
   }
-  return std::shared_ptr<uint8_t[]>(new (std::align_val_t(kAlign)) uint8_t[static_cast<size_t>(bytes) + kAlign],
-                                    [](uint8_t* q) { operator delete[](q, std::align_val_t(kAlign)); });
+  return std::shared_ptr<uint8_t[]>(
+      new (std::align_val_t(kAlign)) uint8_t[static_cast<size_t>(bytes) + kAlign],
+      [](uint8_t* q) { operator delete[](q, std::align_val_t(kAlign)); });
 }
 
 void ArenaPool::give_back(std::shared_ptr<uint8_t[]> arena) {
@@ -41,7 +42,7 @@ void ArenaPool::give_back(std::shared_ptr<uint8_t[]> arena) {
   if (free_.size() < 2) free_.push_back(std::move(arena));
 }
 
-void plan_arena(const ir::Graph& g, Plan& p) {
+void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite) {
   size_t nv = g.values.size();
   p.arena_offset.assign(nv, -1);
   p.skip_step.assign(p.steps.size(), 0);
@@ -49,7 +50,9 @@ void plan_arena(const ir::Graph& g, Plan& p) {
   for (size_t s = 0; s < p.steps.size(); ++s)
     for (int o : g.nodes[static_cast<size_t>(p.steps[s])].outputs)
       if (o >= 0) def[static_cast<size_t>(o)] = static_cast<int>(s);
-  auto is_graph_output = [&](int v) { return std::count(g.outputs.begin(), g.outputs.end(), v) > 0; };
+  auto is_graph_output = [&](int v) {
+    return std::count(g.outputs.begin(), g.outputs.end(), v) > 0;
+  };
   // Values the arena may hold: produced by a step, not a graph output (those go to the caller or
   // to tensors that outlive the run).
   auto arena_candidate = [&](int v) {
@@ -92,13 +95,32 @@ void plan_arena(const ir::Graph& g, Plan& p) {
     p.skip_step[s] = 1;
   }
 
+  // Outputs written over their dying input 0 (normalizations after convs): the output takes
+  // the input's bytes, the value that first owned them is the root, and its block lives on.
+  // Writing lines already in cache instead of fresh ones: the ten InstanceNorms of nnunet3d at
+  // 96^3, one thread, 18.1-18.9 -> 8.5-8.8 ms fp32, 6.9-7.0 -> 5.8-6.3 ms fp16 (`voxrt profile`).
+  std::map<int, int> over;  // output value -> root value whose bytes it takes
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const size_t k = static_cast<size_t>(p.steps[s]);
+    const ir::Node& n = g.nodes[k];
+    if (k >= overwrite.size() || !overwrite[k] || n.inputs.empty() || n.outputs.empty()) continue;
+    const int in = n.inputs[0], out = n.outputs[0];
+    if (!arena_candidate(in) || !arena_candidate(out) || alias.count(in) || alias.count(out) ||
+        aliased_out[static_cast<size_t>(in)] || aliased_out[static_cast<size_t>(out)] ||
+        p.last_use[static_cast<size_t>(in)] != static_cast<int>(s) ||
+        bytes_of(g, p, in) != bytes_of(g, p, out) ||
+        std::count(n.inputs.begin(), n.inputs.end(), in) != 1)
+      continue;
+    over[out] = over.count(in) ? over[in] : in;
+  }
+
   // One block per arena value that is not a slice of another; a Concat's block lives from its
   // first input's definition to the last use of it or of any input.
   std::vector<Block> blocks;
   std::map<int, size_t> block_of;
   for (size_t v = 0; v < nv; ++v) {
     int id = static_cast<int>(v);
-    if (!arena_candidate(id) || alias.count(id)) continue;
+    if (!arena_candidate(id) || alias.count(id) || over.count(id)) continue;
     block_of[id] = blocks.size();
     blocks.push_back(Block{id, def[v], last_of(id), bytes_of(g, p, id)});
   }
@@ -106,6 +128,10 @@ void plan_arena(const ir::Graph& g, Plan& p) {
     Block& b = blocks[block_of.at(target.first)];
     b.first = std::min(b.first, def[static_cast<size_t>(in)]);
     b.last = std::max(b.last, last_of(in));
+  }
+  for (const auto& [out, root] : over) {
+    Block& b = blocks[block_of.at(root)];
+    b.last = std::max(b.last, last_of(out));
   }
   (void)last_step;
 
@@ -135,7 +161,10 @@ void plan_arena(const ir::Graph& g, Plan& p) {
     p.arena_bytes = std::max(p.arena_bytes, off + b.bytes);
   }
   for (const auto& [in, target] : alias)
-    p.arena_offset[static_cast<size_t>(in)] = p.arena_offset[static_cast<size_t>(target.first)] + target.second;
+    p.arena_offset[static_cast<size_t>(in)] =
+        p.arena_offset[static_cast<size_t>(target.first)] + target.second;
+  for (const auto& [out, root] : over)
+    p.arena_offset[static_cast<size_t>(out)] = p.arena_offset[static_cast<size_t>(root)];
 
   p.peak_activation_bytes = p.arena_bytes;
   for (int v : g.outputs)

@@ -8,14 +8,16 @@ namespace {
 
 constexpr int64_t kMaxFoldedElements = int64_t{1} << 20;
 
-void bind_input(const ir::Graph& g, int v, const Shape& shape, std::map<std::string, int64_t>& symbols) {
+void bind_input(const ir::Graph& g, int v, const Shape& shape,
+                std::map<std::string, int64_t>& symbols) {
   const ir::Value& val = g.values[static_cast<size_t>(v)];
   if (!val.dims) return;
   const auto& dims = *val.dims;
   std::string expected;
   for (size_t i = 0; i < dims.size(); ++i)
-    expected += (i ? "x" : "") + (dims[i].known() ? std::to_string(dims[i].value)
-                                                   : (dims[i].symbol.empty() ? "?" : dims[i].symbol));
+    expected +=
+        (i ? "x" : "") + (dims[i].known() ? std::to_string(dims[i].value)
+                                          : (dims[i].symbol.empty() ? "?" : dims[i].symbol));
   auto mismatch = [&](const std::string& why) {
     throw Error(g.where_value(v) + ": input of shape " + shape_str(shape) + " does not fit " +
                 expected + " (" + why + ")");
@@ -91,14 +93,14 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
       if (!p.known[static_cast<size_t>(v)])
         throw Error(g.where(n) + ": the shape of input '" + g.values[static_cast<size_t>(v)].name +
                     "' is unknown");
-      in[i] = ValueMeta{true, *g.values[static_cast<size_t>(v)].dtype, p.shapes[static_cast<size_t>(v)],
-                        value_of(v)};
+      in[i] = ValueMeta{true, *g.values[static_cast<size_t>(v)].dtype,
+                        p.shapes[static_cast<size_t>(v)], value_of(v)};
       all_values = all_values && in[i].value;
     }
     std::vector<Shape> out = op.infer_shapes(in);
     if (out.size() < n.outputs.size())
-      throw Error(g.where(n) + ": produced " + std::to_string(out.size()) + " outputs, the node names " +
-                  std::to_string(n.outputs.size()));
+      throw Error(g.where(n) + ": produced " + std::to_string(out.size()) +
+                  " outputs, the node names " + std::to_string(n.outputs.size()));
     std::vector<DType> types = op.infer_types(in);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] < 0) continue;
@@ -147,7 +149,10 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
     if (!p.known[static_cast<size_t>(v)])
       throw Error(g.where_value(v) + ": graph output is never produced");
 
-  plan_arena(g, p);
+  std::vector<char> overwrite(g.nodes.size(), 0);
+  for (size_t k = 0; k < g.nodes.size() && k < m.ops.size(); ++k)
+    overwrite[k] = m.ops[k] && m.ops[k]->may_overwrite_input();
+  plan_arena(g, p, overwrite);
   return p;
 }
 

@@ -24,25 +24,27 @@ class ArenaPool {
 };
 
 struct Plan {
-  std::vector<Shape> shapes;         // per value id
-  std::vector<char> known;           // per value id: shape is bound
-  std::map<int, Tensor> folded;      // values computed while planning (Shape chains)
-  std::vector<int> steps;            // node indices to run, in order
-  std::vector<int> last_use;         // per value id: last step reading it, -1 if none
+  std::vector<Shape> shapes;     // per value id
+  std::vector<char> known;       // per value id: shape is bound
+  std::map<int, Tensor> folded;  // values computed while planning (Shape chains)
+  std::vector<int> steps;        // node indices to run, in order
+  std::vector<int> last_use;     // per value id: last step reading it, -1 if none
   int64_t macs = 0;
   int64_t peak_activation_bytes = 0;  // arena plus graph outputs
 
   // Memory: every intermediate activation lives at an offset in one arena per run.
   std::vector<int64_t> arena_offset;  // per value id: byte offset, -1 if not in the arena
   int64_t arena_bytes = 0;
-  std::vector<char> skip_step;        // per step: a Concat whose inputs were written in place
+  std::vector<char> skip_step;  // per step: a Concat whose inputs were written in place
   std::shared_ptr<ArenaPool> arenas = std::make_shared<ArenaPool>();
 };
 
 /// Places intermediate activations in one arena by lifetime (values whose lifetimes overlap never
 /// share bytes), and lets producers of a channel Concat with batch 1 write straight into their
-/// slice of its output, so the Concat costs no copy.
-void plan_arena(const ir::Graph& g, Plan& p);
+/// slice of its output, so the Concat costs no copy. A node whose op may overwrite its input
+/// (`overwrite`, one entry per graph node) writes its output over input 0 where that input is
+/// read by nothing after it.
+void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite = {});
 
 /// Binds `input_shapes` (one per graph input, in order) and infers everything else. Small integer
 /// inputs whose values decide shapes (axes, sizes) may be given in `input_values` (nullptr where

@@ -114,6 +114,10 @@ class NormCpuOp : public CpuOp {
     }
   }
 
+  // Batch norm maps each element to its output; instance and group norm finish a block's
+  // statistics before they write any of its outputs, and read nothing of another block then.
+  bool may_overwrite_input() const override { return true; }
+
   std::string kernel_name() const override {
     const char* norm = c_.kind == NormKind::batch      ? "batchnorm"
                        : c_.kind == NormKind::instance ? "instnorm"

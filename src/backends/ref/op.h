@@ -55,6 +55,10 @@ class Op {
   }
   /// Which kernel runs this node, e.g. "f32_conv3d_gemm_6x64__avx512"; "ref" for the reference.
   virtual std::string kernel_name() const { return "ref"; }
+  /// Whether output 0 may take input 0's bytes: run reads every element of input 0 it needs
+  /// before writing the output element in its place. Where input 0 is not read after this node,
+  /// the planner then stores both in one place (runtime/arena.cpp).
+  virtual bool may_overwrite_input() const { return false; }
   /// Multiply-accumulates for the given shapes, for reports (0 where not meaningful).
   virtual int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const;
 
