@@ -1,5 +1,6 @@
-// The planner's arena: a normalization writes its output over its input where nothing reads that
-// input afterwards, and the results stay those of the reference backend.
+// The planner's arena: ops that may overwrite their input (normalizations, activations) write
+// their output over it where nothing reads that input afterwards, and the results stay those of
+// the reference backend.
 #include "runtime/plan.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,26 @@ std::vector<float> random_values(size_t n, unsigned seed) {
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
   return v;
+}
+
+// The optimized Session (whose plan lets ops overwrite their inputs) against the reference
+// backend (whose plan does not), within the fp32 bar.
+void expect_reference_results(const std::string& bytes) {
+  Tensor x = Tensor::empty(DType::f32, {1, 4, 8, 8, 8});
+  std::vector<float> xv = random_values(static_cast<size_t>(x.numel()), 5);
+  std::copy(xv.begin(), xv.end(), x.data<float>());
+  SessionOptions o;
+  Session fast(bytes.data(), bytes.size(), o);
+  o.backend = Backend::reference;
+  Session slow(bytes.data(), bytes.size(), o);
+  Tensor got = fast.run({{"x", x}})[0], want = slow.run({{"x", x}})[0];
+  std::vector<double> g = ref::to_f64(got), w = ref::to_f64(want);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    num += (g[i] - w[i]) * (g[i] - w[i]);
+    den += w[i] * w[i];
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-5);
 }
 
 // x -> Conv -> InstanceNormalization -> Relu -> Conv -> y. With `reuse`, the first conv's output
@@ -58,22 +79,33 @@ TEST(PlanArena, NormalizationOverwritesItsDyingInput) {
     }
     EXPECT_EQ(norms, 1) << "the Relu should have joined the normalization";
 
-    Tensor x = Tensor::empty(DType::f32, {1, 4, 8, 8, 8});
-    std::vector<float> xv = random_values(static_cast<size_t>(x.numel()), 5);
-    std::copy(xv.begin(), xv.end(), x.data<float>());
-    SessionOptions o;
-    Session fast(bytes.data(), bytes.size(), o);
-    o.backend = Backend::reference;
-    Session slow(bytes.data(), bytes.size(), o);
-    Tensor got = fast.run({{"x", x}})[0], want = slow.run({{"x", x}})[0];
-    std::vector<double> g = ref::to_f64(got), w = ref::to_f64(want);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < w.size(); ++i) {
-      num += (g[i] - w[i]) * (g[i] - w[i]);
-      den += w[i] * w[i];
-    }
-    EXPECT_LT(std::sqrt(num / den), 1e-5) << (reuse ? "reuse" : "overwrite");
+    expect_reference_results(bytes);
   }
+}
+
+// An activation no conv takes into its epilogue (Sigmoid) stays a node of its own and writes over
+// the conv output it reads.
+TEST(PlanArena, StandaloneActivationOverwritesItsInput) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8, 8});
+  b.initializer("w1", {4, 4, 3, 3, 3}, random_values(432, 6));
+  b.initializer("w2", {4, 4, 3, 3, 3}, random_values(432, 7));
+  ModelBuilder::attr_ints(b.node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1, 1, 1});
+  b.node("Sigmoid", {"c1"}, {"s"});
+  ModelBuilder::attr_ints(b.node("Conv", {"s", "w2"}, {"y"}), "pads", {1, 1, 1, 1, 1, 1});
+  b.output("y", onnx::TensorProto::FLOAT);
+  const std::string bytes = b.bytes();
+  CompiledModel m = compile_model(bytes.data(), bytes.size(), "sigmoid", "", CompileOptions{});
+  Plan p = make_plan(m, {{1, 4, 8, 8, 8}});
+  int sigmoids = 0;
+  for (const ir::Node& n : m.graph.nodes) {
+    if (n.op_type != "Sigmoid") continue;
+    ++sigmoids;
+    EXPECT_EQ(p.arena_offset[static_cast<size_t>(n.outputs[0])],
+              p.arena_offset[static_cast<size_t>(n.inputs[0])]);
+  }
+  EXPECT_EQ(sigmoids, 1);
+  expect_reference_results(bytes);
 }
 
 }  // namespace

@@ -42,6 +42,8 @@ class UnaryCpuOp : public CpuOp {
       k_->unary(bytes(x) + b * es, bytes(y) + b * es, e - b, p);
     });
   }
+  // Each vector of x is read before the same elements of y are written.
+  bool may_overwrite_input() const override { return true; }
   std::string kernel_name() const override { return kernel_label(k_->name, act_name(p_.act)); }
 
  private:
