@@ -16,9 +16,9 @@ std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Sess
 std::vector<std::pair<std::string, Shape>> resolve_shapes(
     const std::vector<std::string>& args, const Session& s,
     std::vector<std::string>* defaulted = nullptr);
-/// What --precision accepts: fp32 (the model's own types; "model" says so more plainly for fp16
-/// models), fp16, and either with "+bf16": convolutions then use bf16 products where the CPU has
-/// AVX512-BF16 (FpMath::bf16).
+/// What --precision accepts: model (the model's own types), fp32 (Precision::fp32: an fp16 model
+/// widened), fp16 (Precision::fp16), and each with "+bf16": convolutions then use bf16 products
+/// where the CPU has AVX512-BF16 (FpMath::bf16).
 std::vector<std::string> precision_names();
 inline constexpr const char* kPrecisionHelp =
     "model (the model's own types), fp32 (an fp16 model widened to float32), fp16 (a float32 "
