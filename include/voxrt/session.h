@@ -88,6 +88,7 @@ struct ModelSummary {
   int opset = 0;
   std::map<std::string, int> op_histogram;  // after passes
   int64_t parameters = 0;                   // elements of float constants
+  int64_t weight_bytes = 0;  // constants held, and the weights ops packed in their own form
   // At given input shapes only (planned is true):
   bool planned = false;
   int64_t macs = 0;              // multiply-accumulates of one run
@@ -114,7 +115,7 @@ class Session {
   std::vector<Shape> output_shapes(
       const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
 
-  /// What does not depend on input shapes: versions, op histogram, parameters.
+  /// What does not depend on input shapes: versions, op histogram, parameters, weight bytes.
   ModelSummary summary() const;
   /// Summary at the given input shapes (every graph input named).
   ModelSummary summary(const std::vector<std::pair<std::string, Shape>>& input_shapes) const;
@@ -123,6 +124,9 @@ class Session {
 
   /// Per-node times of the most recent run, when options.profiling is on.
   std::vector<NodeProfile> last_profile() const;
+  /// The most bytes of scratch (padded slabs, packed panels) the ops have held at once in the
+  /// runs so far; the Session keeps them between runs.
+  int64_t scratch_peak_bytes() const;
 
   struct Impl;
 

@@ -16,11 +16,17 @@ void release(uint8_t* p) {
 
 }  // namespace
 
+size_t ScratchCache::peak_bytes() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return peak_;
+}
+
 ScratchCache::~ScratchCache() {
   for (Block& b : free_) release(b.data);
 }
 
 ScratchCache::Block ScratchCache::take(size_t bytes) {
+  const size_t capacity = (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
   uint8_t* drop = nullptr;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -40,11 +46,13 @@ ScratchCache::Block ScratchCache::take(size_t bytes) {
     // call needs at most 8.
     if (largest != free_.end()) {
       drop = largest->data;
+      held_ -= largest->capacity;
       free_.erase(largest);
     }
+    held_ += capacity;
+    peak_ = std::max(peak_, held_);
   }
   if (drop) release(drop);
-  const size_t capacity = (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
   return {static_cast<uint8_t*>(::operator new[](capacity, std::align_val_t(kAlign))), capacity};
 }
 
@@ -59,6 +67,7 @@ void ScratchCache::give_back(Block b) {
           std::min_element(free_.begin(), free_.end(),
                            [](const Block& x, const Block& y) { return x.capacity < y.capacity; });
       drop = smallest->data;
+      held_ -= smallest->capacity;
       free_.erase(smallest);
     }
   }

@@ -33,11 +33,14 @@ class ScratchCache {
   void give_back(Block b);
   /// Bytes held in free blocks.
   size_t free_bytes() const;
+  /// The most bytes the cache's blocks, taken and free, have held at once.
+  size_t peak_bytes() const;
 
  private:
   size_t max_free_;
   mutable std::mutex m_;
   std::vector<Block> free_;
+  size_t held_ = 0, peak_ = 0;  // capacities of the blocks alive, and their high-water mark
 };
 
 }  // namespace voxrt

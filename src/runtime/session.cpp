@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/cpu_op.h"
 #include "onnx/proto_io.h"
 #include "runtime/compile.h"
 #include "runtime/plan.h"
@@ -292,8 +293,13 @@ ModelSummary Session::summary() const {
   s.ir_version = g.ir_version;
   s.opset = g.opset;
   for (const ir::Node& n : g.nodes) ++s.op_histogram[n.op_type];
-  for (const auto& [v, t] : g.constants)
+  for (const auto& [v, t] : g.constants) {
     if (is_float(t.dtype())) s.parameters += t.numel();
+    if (t.raw()) s.weight_bytes += static_cast<int64_t>(t.nbytes());  // released ones hold none
+  }
+  for (const auto& op : impl_->model.ops)
+    if (const auto* c = dynamic_cast<const cpu::CpuOp*>(op.get()))
+      s.weight_bytes += c->packed_bytes();
   return s;
 }
 
@@ -318,6 +324,10 @@ ModelSummary Session::summary(
 
 std::string Session::graph_text(bool before_passes) const {
   return before_passes ? impl_->model.graph_before_passes : graph_to_text(impl_->model.graph);
+}
+
+int64_t Session::scratch_peak_bytes() const {
+  return static_cast<int64_t>(impl_->scratch->peak_bytes());
 }
 
 std::vector<NodeProfile> Session::last_profile() const {

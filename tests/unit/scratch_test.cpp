@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -48,6 +49,24 @@ TEST(ScratchCache, ABlockTooSmallIsReplaced) {
   ScratchCache::Block again = c.take(1 << 20);  // the big block serves it now
   EXPECT_EQ(again.data, big.data);
   c.give_back(again);
+}
+
+// The high-water mark counts blocks taken and free, and a replaced block leaves it.
+TEST(ScratchCache, PeakCountsEveryBlockAlive) {
+  ScratchCache c;
+  EXPECT_EQ(c.peak_bytes(), 0u);
+  ScratchCache::Block a = c.take(1 << 20), b = c.take(2 << 20);
+  const size_t both = a.capacity + b.capacity;
+  EXPECT_EQ(c.peak_bytes(), both);
+  c.give_back(a);
+  c.give_back(b);
+  EXPECT_EQ(c.peak_bytes(), both);          // free blocks are still held
+  ScratchCache::Block d = c.take(3 << 20);  // replaces b: a and d are alive
+  EXPECT_EQ(c.peak_bytes(), std::max(both, a.capacity + d.capacity));
+  c.give_back(d);
+  ScratchCache::Block e = c.take(8 << 20);  // replaces d: a and e
+  EXPECT_EQ(c.peak_bytes(), a.capacity + e.capacity);
+  c.give_back(e);
 }
 
 TEST(ScratchCache, KeepsAFewFreeBlocksDroppingTheSmallest) {

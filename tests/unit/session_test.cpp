@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "model_builder.h"
 
@@ -124,6 +126,43 @@ TEST(Session, Bf16ProductsFollowTheOptionAndTheCpu) {
   const double rel = std::sqrt(err / norm);
   EXPECT_LT(rel, 1e-2);
   EXPECT_GT(rel, 1e-6) << "bf16 products should round: the option had no effect";
+}
+
+// The memory a Session reports beside its activations: the weights it holds (constants and the
+// panels ops packed, about half with fp16 storage and bf16 products) and the scratch its ops
+// keep between runs (none before the first run).
+TEST(Session, ReportsWeightAndScratchBytes) {
+  const std::string dir = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/";
+  auto measure = [&](const std::string& file, FpMath m, Backend b) {
+    SessionOptions o;
+    o.fpmath = m;
+    o.backend = b;
+    Session s(dir + file, o);
+    EXPECT_EQ(s.scratch_peak_bytes(), 0);
+    const DType t = s.inputs()[0].dtype;
+    Tensor x = Tensor::empty(t, {1, 1, 32, 32, 32});
+    std::memset(x.raw(), 0, x.nbytes());
+    s.run({{s.inputs()[0].name, x}});
+    return std::make_tuple(s.summary().weight_bytes, s.scratch_peak_bytes(),
+                           s.summary().parameters);
+  };
+  const auto [ref_w, ref_scratch, params] =
+      measure("unet3d_monai_op17.onnx", FpMath::strict, Backend::reference);
+  const auto [fp32_w, fp32_scratch, p32] =
+      measure("unet3d_monai_op17.onnx", FpMath::strict, Backend::cpu);
+  const auto [half_w, half_scratch, p16] =
+      measure("unet3d_monai_op17_fp16.onnx", FpMath::bf16, Backend::cpu);
+  EXPECT_GE(ref_w, 4 * params);  // every float constant, in float32
+  EXPECT_LT(ref_w, 4 * params + (64 << 10));
+  EXPECT_EQ(ref_scratch, 0) << "the reference ops take no scratch";
+  // Packed panels: the weights once (padded to whole micro-panels), the constants released.
+  EXPECT_GE(fp32_w, 4 * params);
+  EXPECT_LT(fp32_w, 4 * params * 3 / 2);
+  EXPECT_GT(fp32_scratch, 0);
+  EXPECT_EQ(p16, p32);
+  EXPECT_GT(half_w, fp32_w * 2 / 5);
+  EXPECT_LT(half_w, fp32_w * 3 / 5);
+  if (cpu_info().bf16_products) EXPECT_LT(half_scratch, fp32_scratch);
 }
 
 TEST(Session, RejectsWrongInputs) {

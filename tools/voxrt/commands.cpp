@@ -63,6 +63,8 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
     std::cout << "\n";
   }
   std::cout << "parameters  " << sum.parameters << "\n";
+  std::cout << "weights     " << human_bytes(sum.weight_bytes)
+            << " (as held for the kernels: packed panels, constants)\n";
   if (sum.planned) {
     std::cout << "shape       ";
     for (size_t i = 0; i < bound.size(); ++i)
@@ -161,9 +163,10 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
     std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
   std::printf(
       "\nruns %d (after %d warm-up)  median %.2f ms  min %.2f ms  %.2f GFLOP/s  peak RSS %s  "
-      "activations %s\n",
+      "activations %s  weights %s  scratch %s\n",
       runs, warmup, median, ms.front(), gflops, human_bytes(peak_rss_bytes()).c_str(),
-      human_bytes(sum.activation_bytes).c_str());
+      human_bytes(sum.activation_bytes).c_str(), human_bytes(sum.weight_bytes).c_str(),
+      human_bytes(s.scratch_peak_bytes()).c_str());
   if (int64_t file = file_rss_bytes(); file >= 0)
     std::printf("resident file-backed pages (code of voxrt and its libraries) %s\n",
                 human_bytes(file).c_str());

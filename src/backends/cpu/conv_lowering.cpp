@@ -95,6 +95,7 @@ class GemmConvOp : public CpuOp {
     conv_->run(ctx, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
   }
   std::string kernel_name() const override { return conv_->kernel_names(); }
+  int64_t packed_bytes() const override { return static_cast<int64_t>(conv_->packed_bytes()); }
   std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B
 
  private:
@@ -157,6 +158,9 @@ class GemmConvTransposeOp : public CpuOp {
     return gather_ ? gather_->kernel_names() : scatter_->kernel().name;
   }
   std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B
+  int64_t packed_bytes() const override {
+    return static_cast<int64_t>(gather_ ? gather_->packed_bytes() : scatter_->packed_bytes());
+  }
 
  private:
   ConvWindow attrs_;  // kernel, stride, dilation, pad; in and out set per run

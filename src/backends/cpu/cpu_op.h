@@ -38,6 +38,8 @@ class CpuOp : public Op {
   /// Constant inputs this op copied into its own (packed) form when it was lowered and never
   /// reads at run time: the Session may release their bytes, keeping their shapes.
   virtual std::vector<int> packed_inputs() const { return {}; }
+  /// Bytes of the weights this op holds in its own (packed) form.
+  virtual int64_t packed_bytes() const { return 0; }
 
  protected:
   std::unique_ptr<Op> ref_;

@@ -195,6 +195,7 @@ void PanelBuffer::Free::operator()(uint8_t* p) const {
 
 PanelBuffer::PanelBuffer(size_t bytes, ScratchCache* cache) {
   bytes = std::max<size_t>(bytes, 64);
+  bytes_ = bytes;
   if (cache) {
     ScratchCache::Block b = cache->take(bytes);
     data_ = std::unique_ptr<uint8_t, Free>(b.data, Free{cache, b.capacity});

@@ -71,6 +71,7 @@ class PanelBuffer {
   PanelBuffer() = default;
   explicit PanelBuffer(size_t bytes, ScratchCache* cache = nullptr);
   uint8_t* data() const { return data_.get(); }
+  size_t size() const { return bytes_; }
 
  private:
   struct Free {
@@ -81,6 +82,7 @@ class PanelBuffer {
     void operator()(uint8_t* p) const;
   };
   std::unique_ptr<uint8_t, Free> data_;
+  size_t bytes_ = 0;
 };
 
 /// fn(begin, end) over items [0, n): across the pool in chunks of at most `max_chunk` (0: about
@@ -110,6 +112,8 @@ class ConvGemm {
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
            Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
+  /// Bytes of the packed weights and bias.
+  size_t packed_bytes() const { return a_.size() + bias_.size() * sizeof(float); }
   /// The row's name, and its siblings' tiles where the direct path may take one by output width:
   /// "f32_gemm_6x64__avx512+6x48".
   std::string kernel_names() const;
@@ -163,6 +167,10 @@ class ConvTransposeGemm {
   /// `win`: in/out/kernel/stride/dilation and pad (output = input * stride + tap * dilation - pad).
   void run(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
+  /// Bytes of the packed weights and bias.
+  size_t packed_bytes() const {
+    return a_.size() + (bias_rows_.size() + bias_.size()) * sizeof(float);
+  }
 
  private:
   void run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
@@ -201,6 +209,12 @@ class ConvTransposeDirect {
                       const ConvWindow& attrs, ConvEpilogue e);
   void run(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
   std::string kernel_names() const { return std::string(g_.name) + " gather"; }
+  /// Bytes of the packed weights (a panel per phase) and bias.
+  size_t packed_bytes() const {
+    size_t n = bias_.size() * sizeof(float);
+    for (const PanelBuffer& p : a_) n += p.size();
+    return n;
+  }
 
  private:
   // One output phase along an axis: its tap class, tap count, and the offset of its first
