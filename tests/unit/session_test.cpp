@@ -162,7 +162,9 @@ TEST(Session, ReportsWeightAndScratchBytes) {
   EXPECT_EQ(p16, p32);
   EXPECT_GT(half_w, fp32_w * 2 / 5);
   EXPECT_LT(half_w, fp32_w * 3 / 5);
-  if (cpu_info().bf16_products) EXPECT_LT(half_scratch, fp32_scratch);
+  if (cpu_info().bf16_products) {
+    EXPECT_LT(half_scratch, fp32_scratch);  // bf16 pairs: half the bytes of fp32 panels
+  }
 }
 
 TEST(Session, RejectsWrongInputs) {
