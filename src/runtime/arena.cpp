@@ -95,7 +95,7 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite)
     p.skip_step[s] = 1;
   }
 
-  // Outputs written over their dying input 0 (normalizations after convs): the output takes
+  // Outputs written over their dying input 0 (normalizations, activations): the output takes
   // the input's bytes, the value that first owned them is the root, and its block lives on.
   // Writing lines already in cache instead of fresh ones: the ten InstanceNorms of nnunet3d at
   // 96^3, one thread, 18.1-18.9 -> 8.5-8.8 ms fp32, 6.9-7.0 -> 5.8-6.3 ms fp16 (`voxrt profile`).
