@@ -51,6 +51,7 @@ std::vector<ConvCase> cases() {
       {"conv2x2x2_s2_16to32_96", "Conv", cube(96, 16), Shape{32, 16, 2, 2, 2}, {}, {2, 2, 2}, {}},
       {"conv1x1x1_32to3_96", "Conv", cube(96, 32), Shape{3, 32, 1, 1, 1}, {}, {}, {}},
       {"conv3x3x3_3to3_96_head", "Conv", cube(96, 3), k3(3, 3), p1, {}, {}},  // MONAI UNet's last
+      {"conv3x3x3_2to2_96_head", "Conv", cube(96, 2), k3(2, 2), p1, {}, {}},  // the spleen bundle's
       {"conv3x3_32to32_256",
        "Conv",
        Shape{1, 32, 256, 256},
@@ -85,6 +86,13 @@ std::vector<ConvCase> cases() {
        "ConvTranspose",
        cube(48, 16),
        Shape{16, 3, 3, 3, 3},
+       p1,
+       {2, 2, 2},
+       {1, 1, 1}},
+      {"convtranspose3x3x3_s2_32to2_48",  // the spleen bundle's last upsampling
+       "ConvTranspose",
+       cube(48, 32),
+       Shape{32, 2, 3, 3, 3},
        p1,
        {2, 2, 2},
        {1, 1, 1}},

@@ -16,31 +16,35 @@ namespace voxrt::cpu::gemm_detail {
 
 /// C tile = A pairs (MR 32-bit words per step) x B pairs (NR words per step at b_base +
 /// b_offsets[step]) over k pair steps, then the epilogue, stored as Out (float or fp16 bits).
+/// Rows past mr are neither computed nor stored.
 template <class Out, int MR, int NV>
 inline void bf16_dot_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const void* b_base,
                           const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p) {
   using V = Avx512;
-  const int32_t* a = static_cast<const int32_t*>(a_panel);
-  const uint32_t* b_rows = static_cast<const uint32_t*>(b_base);
-  __m512 acc[MR][NV];
+  with_rows<MR>(mr, [&](auto rows) {
+    constexpr int R = decltype(rows)::value;
+    const int32_t* a = static_cast<const int32_t*>(a_panel);
+    const uint32_t* b_rows = static_cast<const uint32_t*>(b_base);
+    __m512 acc[R][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (size_t s = 0; s < k; ++s) {
-    const uint32_t* b = b_rows + b_offsets[s];
-    __m512bh bv[NV];
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (size_t s = 0; s < k; ++s) {
+      const uint32_t* b = b_rows + b_offsets[s];
+      __m512bh bv[NV];
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) bv[j] = (__m512bh)_mm512_loadu_si512(b + j * V::W);
+      for (int j = 0; j < NV; ++j) bv[j] = (__m512bh)_mm512_loadu_si512(b + j * V::W);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(a[i]);
+      for (int i = 0; i < R; ++i) {
+        const __m512bh av = (__m512bh)_mm512_set1_epi32(a[i]);
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+        for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+      }
+      a += MR;
     }
-    a += MR;
-  }
-  finish<V, Out, MR, NV>(acc, mr, nc, c, ldc, p);
+    finish<V, Out, R, NV>(acc, mr, nc, c, ldc, p);
+  });
 }
 
 /// Writes n values, converted by `widen` (16 at a time to fp32) and rounded to bf16 (to nearest

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstring>
+#include <type_traits>
 
 #include "backends/cpu/kernels/gemm/gemm.h"
 
@@ -64,33 +65,53 @@ inline void finish(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, v
                               p.residual_after_act);
 }
 
+/// Calls f(std::integral_constant<int, R>) with R = min(mr, MR): a tile short of rows (a head to
+/// one or two classes on a three-row kernel, the last block of output channels) multiplies only
+/// the rows it stores.
+template <int MR, int R = 1, class F>
+inline void with_rows(size_t mr, F&& f) {
+  if constexpr (R < MR) {
+    if (mr <= static_cast<size_t>(R)) {
+      f(std::integral_constant<int, R>{});
+      return;
+    }
+    with_rows<MR, R + 1>(mr, f);
+  } else {
+    f(std::integral_constant<int, MR>{});
+  }
+}
+
 /// C tile = A micro-panel (fp32, MR per step) x B rows (fp32, NR = NV * W per step, at
-/// b_base + b_offsets[step]), then the epilogue, stored as Out (float or fp16 bits).
+/// b_base + b_offsets[step]), then the epilogue, stored as Out (float or fp16 bits). Rows past
+/// mr are neither computed nor stored.
 template <class V, class Out, int MR, int NV>
 inline void gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const void* b_base,
                       const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p) {
   using Vec = typename V::Vec;
-  const float* a = static_cast<const float*>(a_panel);
-  const float* b_rows = static_cast<const float*>(b_base);
-  Vec acc[MR][NV];
+  with_rows<MR>(mr, [&](auto rows) {
+    constexpr int R = decltype(rows)::value;
+    const float* a = static_cast<const float*>(a_panel);
+    const float* b_rows = static_cast<const float*>(b_base);
+    Vec acc[R][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
-  for (size_t s = 0; s < k; ++s) {
-    const float* b = b_rows + b_offsets[s];
-    Vec bv[NV];
+      for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+    for (size_t s = 0; s < k; ++s) {
+      const float* b = b_rows + b_offsets[s];
+      Vec bv[NV];
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * V::W);
+      for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * V::W);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const Vec av = V::set1(a[i]);
+      for (int i = 0; i < R; ++i) {
+        const Vec av = V::set1(a[i]);
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+        for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+      }
+      a += MR;
     }
-    a += MR;
-  }
-  finish<V, Out, MR, NV>(acc, mr, nc, c, ldc, p);
+    finish<V, Out, R, NV>(acc, mr, nc, c, ldc, p);
+  });
 }
 
 }  // namespace voxrt::cpu::gemm_detail
