@@ -159,18 +159,21 @@ ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor&
   // MR channels to a chunk keep its (channel, tap) rows a whole number of micro-panels.
   chunk_ = std::max<int64_t>(1, std::min<int64_t>(mg_, g_.mr));
   const int64_t cg = c_ / group_, chunks = ceil_div(mg_, chunk_), rows = chunk_ * kvol_;
-  std::vector<float> wf = weights_to_f32(w);
   bias_.assign(static_cast<size_t>(mg_ * group_), 0.0f);
   if (bias) bias_ = weights_to_f32(*bias);
   a_chunk_bytes_ = packed_a_bytes(g_, rows, cg);
   a_ = PanelBuffer(a_chunk_bytes_ * static_cast<size_t>(group_ * chunks));
   bias_rows_.assign(static_cast<size_t>(group_ * chunks * rows), 0.0f);
+  // One chunk's weights in float32 at a time, step (input channel) by step, never the layer's.
+  std::vector<float> wf(static_cast<size_t>(cg * rows));
   for (int64_t grp = 0; grp < group_; ++grp)
     for (int64_t ch = 0; ch < chunks; ++ch) {
       int64_t m0 = ch * chunk_, count = std::min(chunk_, mg_ - m0);
       // Row r = (channel m0 + r / kvol, tap r % kvol); step c = input channel of the group.
-      const float* src = wf.data() + (grp * cg * mg_ + m0) * kvol_;
-      pack_a(g_, src, 1, mg_ * kvol_, count * kvol_, cg,
+      for (int64_t c = 0; c < cg; ++c)
+        weights_to_f32(w, ((grp * cg + c) * mg_ + m0) * kvol_, count * kvol_,
+                       wf.data() + c * count * kvol_);
+      pack_a(g_, wf.data(), 1, count * kvol_, count * kvol_, cg,
              a_.data() + (grp * chunks + ch) * a_chunk_bytes_);
       for (int64_t r = 0; r < count * kvol_; ++r)
         bias_rows_[static_cast<size_t>((grp * chunks + ch) * rows + r)] =
@@ -449,31 +452,48 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
   wlo_ = phases_[2][0].lo;
   for (const Phase& ph : phases_[2]) wlo_ = std::min(wlo_, ph.lo);
   const int64_t kp = g_.k_pack, packs = ceil_div(c_, kp);
-  const int64_t kh = kernel_[1], kw = kernel_[2], kvol = kernel_[0] * kh * kw;
-  std::vector<float> wf = weights_to_f32(w);
+  const int64_t kh = kernel_[1], kw = kernel_[2], kvol = kernel_[0] * kh * kw, mr = g_.mr;
+  // One micro-panel of MR output channels at a time, widened and ordered for each phase, so the
+  // float32 copies beside the packed panels stay small: wf[c][m - m0][tap].
+  std::vector<float> wf(static_cast<size_t>(c_ * mr * kvol)), ordered;
+  std::vector<int64_t> steps_of;
   for (const Phase& pd : phases_[0])
     for (const Phase& ph : phases_[1])
       for (const Phase& pw : phases_[2]) {
-        // Steps in packing order, k_pack to an element: (channel pack, tap d, tap h, tap w,
-        // channel within the pack); channels past C zero.
-        const int64_t taps = pd.taps * ph.taps * pw.taps, steps = packs * taps * kp;
-        std::vector<float> ordered(static_cast<size_t>(m_ * steps), 0.0f);
-        for (int64_t m = 0; m < m_; ++m)
-          for (int64_t c = 0; c < c_; ++c)
-            for (int64_t ud = 0; ud < pd.taps; ++ud)
-              for (int64_t uh = 0; uh < ph.taps; ++uh)
-                for (int64_t uw = 0; uw < pw.taps; ++uw) {
-                  const int64_t td = pd.cls + stride_[0] * (pd.taps - 1 - ud),
-                                th = ph.cls + stride_[1] * (ph.taps - 1 - uh),
-                                tw = pw.cls + stride_[2] * (pw.taps - 1 - uw);
-                  const int64_t t = (ud * ph.taps + uh) * pw.taps + uw;
-                  ordered[static_cast<size_t>(m * steps + ((c / kp) * taps + t) * kp + c % kp)] =
-                      wf[static_cast<size_t>((c * m_ + m) * kvol + (td * kh + th) * kw + tw)];
-                }
+        const int64_t steps = packs * pd.taps * ph.taps * pw.taps * kp;
         a_.emplace_back(packed_a_bytes(g_, m_, steps));
-        pack_a(g_, ordered.data(), steps, 1, m_, steps, a_.back().data());
         a_steps_.push_back(packed_steps(g_, steps));
+        steps_of.push_back(steps);
       }
+  for (int64_t m0 = 0; m0 < m_; m0 += mr) {
+    const int64_t rows = std::min(mr, m_ - m0);
+    for (int64_t c = 0; c < c_; ++c)
+      weights_to_f32(w, (c * m_ + m0) * kvol, rows * kvol, wf.data() + c * rows * kvol);
+    size_t phase = 0;
+    for (const Phase& pd : phases_[0])
+      for (const Phase& ph : phases_[1])
+        for (const Phase& pw : phases_[2]) {
+          // Steps in packing order, k_pack to an element: (channel pack, tap d, tap h, tap w,
+          // channel within the pack); channels past C zero.
+          const int64_t taps = pd.taps * ph.taps * pw.taps, steps = steps_of[phase];
+          ordered.assign(static_cast<size_t>(rows * steps), 0.0f);
+          for (int64_t m = 0; m < rows; ++m)
+            for (int64_t c = 0; c < c_; ++c)
+              for (int64_t ud = 0; ud < pd.taps; ++ud)
+                for (int64_t uh = 0; uh < ph.taps; ++uh)
+                  for (int64_t uw = 0; uw < pw.taps; ++uw) {
+                    const int64_t td = pd.cls + stride_[0] * (pd.taps - 1 - ud),
+                                  th = ph.cls + stride_[1] * (ph.taps - 1 - uh),
+                                  tw = pw.cls + stride_[2] * (pw.taps - 1 - uw);
+                    const int64_t t = (ud * ph.taps + uh) * pw.taps + uw;
+                    ordered[static_cast<size_t>(m * steps + ((c / kp) * taps + t) * kp + c % kp)] =
+                        wf[static_cast<size_t>((c * rows + m) * kvol + (td * kh + th) * kw + tw)];
+                  }
+          pack_a(g_, ordered.data(), steps, 1, rows, steps,
+                 a_[phase].data() + static_cast<size_t>(m0 / mr) * packed_a_bytes(g_, mr, steps));
+          ++phase;
+        }
+  }
   bias_.assign(static_cast<size_t>(m_), 0.0f);
   if (bias) bias_ = weights_to_f32(*bias);
 }
