@@ -185,5 +185,25 @@ TEST(Session, RejectsWrongInputs) {
   EXPECT_THROW(s.run({}), Error);
 }
 
+// onnxconverter_common's default block list keeps both decoder Resizes of unet3d_resize in
+// float32 between Casts; voxrt runs those islands in fp16, so the file compiles to the graph of
+// a whole conversion (the fp32 file with Precision::fp16: Resize included, fp32 at the edges)
+// and plans the same activation bytes.
+TEST(Session, DefaultBlockListCompilesLikeAWholeConversion) {
+  const std::string dir = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/";
+  for (const char* opset : {"op11", "op17"}) {
+    const std::string stem = dir + "unet3d_resize_" + opset;
+    Session blocked(stem + "_fp16io32.onnx");
+    SessionOptions o;
+    o.precision = Precision::fp16;
+    Session whole(stem + ".onnx", o);
+    const std::vector<std::pair<std::string, Shape>> shape = {{"input", {1, 1, 32, 32, 32}}};
+    const ModelSummary a = blocked.summary(shape), b = whole.summary(shape);
+    EXPECT_EQ(a.op_histogram, b.op_histogram) << opset;
+    EXPECT_EQ(a.op_histogram.count("Cast") ? a.op_histogram.at("Cast") : 0, 2) << opset;
+    EXPECT_EQ(a.activation_bytes, b.activation_bytes) << opset;
+  }
+}
+
 }  // namespace
 }  // namespace voxrt
