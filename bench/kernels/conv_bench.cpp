@@ -46,6 +46,7 @@ std::vector<ConvCase> cases() {
       {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}, {}},
       {"conv3x3x3_4to32_96_first", "Conv", cube(96, 4), k3(32, 4), p1, {}, {}},
       {"conv3x3x3_s2_1to8_96_first", "Conv", cube(96, 1), k3(8, 1), p1, {2, 2, 2}, {}},  // MONAI
+      {"conv3x3x3_s2_8to16_96", "Conv", cube(96, 8), k3(16, 8), p1, {2, 2, 2}, {}},      // nnU-Net
       {"conv3x3x3_s2_16to32_96", "Conv", cube(96, 16), k3(32, 16), p1, {2, 2, 2}, {}},
       {"conv3x3x3_s2_32to64_48", "Conv", cube(48, 32), k3(64, 32), p1, {2, 2, 2}, {}},
       {"conv2x2x2_s2_16to32_96", "Conv", cube(96, 16), Shape{32, 16, 2, 2, 2}, {}, {2, 2, 2}, {}},

@@ -438,16 +438,17 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   // Input plane iz of channel pack `pack` of group grp of batch item n, the band's rows, into
   // `dst`. Channel pairs convert both members in one pass; an odd last channel pairs with
-  // zeros.
+  // zeros. `padded`: dst already holds zeros wherever this band's copy leaves padding (an
+  // earlier fill of the same band layout at dst wrote them, and copies write only the rest).
   const bool pair_rows = g.to_panel_pair != nullptr && !tap_pairs_;
   auto fill_plane = [&](int64_t n, int64_t grp, int64_t pack, int64_t iz, const Band& band,
-                        uint8_t* dst, uint8_t* scratch) {
+                        uint8_t* dst, uint8_t* scratch, bool padded) {
     // A pack short of channels (the last, with an odd count) or a tap pair (its second member
     // shifted) keeps zeros where no member lands; pair_rows writes them.
     const bool partial = (pack + 1) * kp > cg_ && !pair_rows;
     if (iz < 0 || iz >= win.in[0] || partial)
       std::memset(dst, 0, static_cast<size_t>(plane) * bb);
-    else
+    else if (!padded)
       zero_padding(win, layout, dst, band.iy0, band.iy1, band.y0, ylen);
     if (iz < 0 || iz >= win.in[0]) return;
     const int64_t plane_at = iz * win.in[1] * win.in[2] * static_cast<int64_t>(es);
@@ -526,7 +527,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         const Band band = band_at(y0);
         for (int64_t pack = 0; pack < packs; ++pack)
           fill_plane(n, grp, pack, oz * sz - win.pad[0], band,
-                     buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data());
+                     buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data(), false);
         for (int64_t st = 0; st < static_cast<int64_t>(band.strips->size()); ++st)
           compute(n, grp, oz, band, st,
                   buf.data() + (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb),
@@ -539,6 +540,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const Band band = band_at(0);
   const int64_t n_strips = static_cast<int64_t>(strips.size());
   uint8_t* padded = slots.data(0);
+  // Every slab has the same layout: the first one's fill writes the padding's zeros, which the
+  // copies of the next ones leave in place.
+  bool first_slab = true;
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {
       for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out) {
@@ -550,9 +554,10 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
             const int64_t pack = i / planes, lp = i % planes;
             fill_plane(n, grp, pack, z0 * sz + lp - win.pad[0], band,
                        padded + (pack * chan + lp * plane) * static_cast<int64_t>(bb),
-                       scratch.data());
+                       scratch.data(), !first_slab);
           }
         });
+        first_slab = false;
 
         // Work items: (output plane, strip, block of output channels).
         const int64_t base = outs * n_strips;
