@@ -1,8 +1,9 @@
-// Helpers the elementwise, normalization, pooling, resize and data-movement drivers share:
-// splitting work across the Session's threads, and naming kernels.
+// Helpers the CPU drivers share: splitting work across the Session's threads, and naming
+// kernels.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "backends/ref/op.h"
@@ -15,7 +16,19 @@ namespace voxrt::cpu {
 /// small enough to balance a few threads.
 inline constexpr int64_t kChunkElems = 1 << 15;
 
-/// fn(begin, end) over [0, n) in tasks of at most `chunk`, on the pool when there is one.
+/// fn(begin, end) over items [0, n): across the pool in ranges of at most `max_chunk` items (0:
+/// about four a thread), or on the calling thread alone where there is no pool or one item.
+/// Drivers whose work takes scratch once per call of fn (the conv drivers) want these ranges.
+inline void split_items(ThreadPool* pool, int64_t n,
+                        const std::function<void(int64_t, int64_t)>& fn, int64_t max_chunk = 0) {
+  if (pool && n > 1)
+    pool->parallel_for(n, fn, max_chunk);
+  else
+    fn(0, n);
+}
+
+/// fn(begin, end) over [0, n) in tasks of exactly `chunk` elements (the last shorter), on the
+/// pool when there is one: streaming kernels, whose chunk sizes bound their cache footprint.
 template <class F>
 void parallel_for(const RunContext& ctx, int64_t n, int64_t chunk, F&& fn) {
   if (n <= 0) return;
@@ -23,10 +36,12 @@ void parallel_for(const RunContext& ctx, int64_t n, int64_t chunk, F&& fn) {
     for (int64_t b = 0; b < n; b += chunk) fn(b, b + chunk < n ? b + chunk : n);
     return;
   }
-  int64_t tasks = (n + chunk - 1) / chunk;
-  ctx.pool->parallel_for(tasks, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) fn(t * chunk, (t + 1) * chunk < n ? (t + 1) * chunk : n);
-  }, 1);
+  split_items(
+      ctx.pool, (n + chunk - 1) / chunk,
+      [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) fn(t * chunk, (t + 1) * chunk < n ? (t + 1) * chunk : n);
+      },
+      1);
 }
 
 /// fn(row, begin, end) over `rows` rows of `len` elements, each row cut into chunks of at most
@@ -63,6 +78,8 @@ inline std::string kernel_label(const char* family_name, const std::string& op) 
   return s.substr(0, at) + "_" + op + s.substr(at);
 }
 
-inline bool is_f32_or_f16(DType t) { return t == DType::f32 || t == DType::f16; }
+inline bool is_f32_or_f16(DType t) {
+  return t == DType::f32 || t == DType::f16;
+}
 
 }  // namespace voxrt::cpu

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/driver_util.h"
 #include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
 #include "backends/ref/ops/window.h"
@@ -84,16 +85,6 @@ class PanelBuffer {
   std::unique_ptr<uint8_t, Free> data_;
   size_t bytes_ = 0;
 };
-
-/// fn(begin, end) over items [0, n): across the pool in chunks of at most `max_chunk` (0: about
-/// four a thread), or on the calling thread alone where there is no pool or one item.
-inline void split_items(ThreadPool* pool, int64_t n,
-                        const std::function<void(int64_t, int64_t)>& fn, int64_t max_chunk = 0) {
-  if (pool && n > 1)
-    pool->parallel_for(n, fn, max_chunk);
-  else
-    fn(0, n);
-}
 
 /// Elements [begin, begin + count) of a float32 or float16 weight tensor, widened to float32
 /// into `out`. Packing reads weights through it a block at a time: whole float copies of a layer's
