@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 
+#include "runtime/pages.h"
 #include "runtime/plan.h"
 
 namespace voxrt {
@@ -32,9 +33,8 @@ std::shared_ptr<uint8_t[]> ArenaPool::take(int64_t bytes) {
       return a;
     }
   }
-  return std::shared_ptr<uint8_t[]>(
-      new (std::align_val_t(kAlign)) uint8_t[static_cast<size_t>(bytes) + kAlign],
-      [](uint8_t* q) { operator delete[](q, std::align_val_t(kAlign)); });
+  const size_t size = static_cast<size_t>(bytes) + kAlign;
+  return std::shared_ptr<uint8_t[]>(map_pages(size), [size](uint8_t* q) { unmap_pages(q, size); });
 }
 
 void ArenaPool::give_back(std::shared_ptr<uint8_t[]> arena) {

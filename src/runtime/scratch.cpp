@@ -1,17 +1,17 @@
 #include "runtime/scratch.h"
 
 #include <algorithm>
-#include <new>
+
+#include "runtime/pages.h"
 
 namespace voxrt {
 
 namespace {
 
-constexpr size_t kAlign = 64;
 constexpr size_t kGranule = size_t{64} << 10;  // capacities rounded up, so near sizes share
 
-void release(uint8_t* p) {
-  ::operator delete[](p, std::align_val_t(kAlign));
+void release(const ScratchCache::Block& b) {
+  unmap_pages(b.data, b.capacity);
 }
 
 }  // namespace
@@ -22,12 +22,12 @@ size_t ScratchCache::peak_bytes() const {
 }
 
 ScratchCache::~ScratchCache() {
-  for (Block& b : free_) release(b.data);
+  for (Block& b : free_) release(b);
 }
 
 ScratchCache::Block ScratchCache::take(size_t bytes) {
   const size_t capacity = (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
-  uint8_t* drop = nullptr;
+  Block drop;
   {
     std::lock_guard<std::mutex> lock(m_);
     auto best = free_.end(), largest = free_.end();
@@ -45,20 +45,20 @@ ScratchCache::Block ScratchCache::take(size_t bytes) {
     // now on. Kept, such blocks piled up: MONAI's UNet held 15 MiB of scratch in fp32 where one
     // call needs at most 8.
     if (largest != free_.end()) {
-      drop = largest->data;
+      drop = *largest;
       held_ -= largest->capacity;
       free_.erase(largest);
     }
     held_ += capacity;
     peak_ = std::max(peak_, held_);
   }
-  if (drop) release(drop);
-  return {static_cast<uint8_t*>(::operator new[](capacity, std::align_val_t(kAlign))), capacity};
+  if (drop.data) release(drop);
+  return {map_pages(capacity), capacity};
 }
 
 void ScratchCache::give_back(Block b) {
   if (!b.data) return;
-  uint8_t* drop = nullptr;
+  Block drop;
   {
     std::lock_guard<std::mutex> lock(m_);
     free_.push_back(b);
@@ -66,12 +66,12 @@ void ScratchCache::give_back(Block b) {
       auto smallest =
           std::min_element(free_.begin(), free_.end(),
                            [](const Block& x, const Block& y) { return x.capacity < y.capacity; });
-      drop = smallest->data;
+      drop = *smallest;
       held_ -= smallest->capacity;
       free_.erase(smallest);
     }
   }
-  if (drop) release(drop);
+  if (drop.data) release(drop);
 }
 
 size_t ScratchCache::free_bytes() const {

@@ -1,9 +1,9 @@
 // Scratch memory a Session's ops reuse from run to run: blocks a conv driver takes for the
 // duration of one call (padded input slabs, packed panels, sums) go back here instead of to the
-// allocator. glibc serves such blocks (hundreds of KiB to 8 MiB) with mmap or from the top of its
-// heap and returns them to the system as they are freed, so each run faulted its scratch in
-// again: on two threads the faults contend, and the first ten or so runs of a process ran 20-40%
-// slower until glibc's thresholds settled (MONAI UNet fp16: 29-37 ms instead of 25).
+// allocator. Blocks are mappings of their own (runtime/pages.h) and were freed to the system
+// after each call before this cache, so each run faulted its scratch in again: on two threads
+// the faults contend, and the first ten or so runs of a process ran 20-40% slower (MONAI UNet
+// fp16: 29-37 ms instead of 25).
 #pragma once
 
 #include <cstddef>
@@ -25,7 +25,7 @@ class ScratchCache {
     uint8_t* data = nullptr;
     size_t capacity = 0;
   };
-  /// A 64-byte aligned block of at least `bytes`: the smallest free one that fits, else a new
+  /// A page-aligned block of at least `bytes`: the smallest free one that fits, else a new
   /// one, which replaces the largest free block (too small for this take).
   Block take(size_t bytes);
   /// Keeps `b` for a later take; beyond `max_free` free blocks the smallest is freed, so what

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include "runtime/pages.h"
+
 namespace voxrt::test {
 namespace {
 
@@ -16,7 +18,7 @@ TEST(ScratchCache, ReusesTheSmallestFreeBlockThatFits) {
   ScratchCache::Block big = c.take(3 << 20), small = c.take(100 << 10);
   EXPECT_GE(big.capacity, size_t{3} << 20);
   EXPECT_GE(small.capacity, size_t{100} << 10);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data) % 4096, 0u);  // a mapping of its own
   std::memset(big.data, 1, big.capacity);  // the whole capacity is usable (ASan checks)
   uint8_t* big_data = big.data;
   uint8_t* small_data = small.data;
@@ -33,6 +35,18 @@ TEST(ScratchCache, ReusesTheSmallestFreeBlockThatFits) {
   ScratchCache::Block d = c.take(5 << 20);
   EXPECT_NE(d.data, big_data);
   for (ScratchCache::Block x : {a, b, d}) c.give_back(x);
+}
+
+// map_pages: zeroed, page-aligned, writable over its whole size, returned by unmap_pages.
+TEST(Pages, MapsZeroedPageAlignedMemory) {
+  for (size_t bytes : {size_t{1}, size_t{4096}, size_t{100} << 10, size_t{3} << 20}) {
+    uint8_t* p = map_pages(bytes);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+    EXPECT_TRUE(std::all_of(p, p + bytes, [](uint8_t v) { return v == 0; })) << bytes;
+    std::memset(p, 7, bytes);
+    unmap_pages(p, bytes);
+  }
 }
 
 // A take nothing free fits replaces the largest free block, so blocks of growing sizes taken one
