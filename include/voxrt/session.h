@@ -79,6 +79,10 @@ struct NodeProfile {
   double start_ms = 0;  ///< since the run began
   double milliseconds = 0;
   int64_t macs = 0;
+  /// Activation bytes the node read and wrote: its non-constant inputs and its outputs at their
+  /// storage dtypes (weights and other constants excluded). Over `milliseconds`, how close the
+  /// node came to the memory bandwidth.
+  int64_t bytes = 0;
   std::vector<Shape> output_shapes;
 };
 

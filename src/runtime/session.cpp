@@ -197,8 +197,14 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       np.milliseconds = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
       std::vector<ValueMeta> metas(n.inputs.size());
       for (size_t i = 0; i < n.inputs.size(); ++i)
-        if (ins[i]) metas[i] = ValueMeta{true, ins[i]->dtype(), ins[i]->shape(), nullptr};
-      for (const Tensor& t : outs) np.output_shapes.push_back(t.shape());
+        if (ins[i]) {
+          metas[i] = ValueMeta{true, ins[i]->dtype(), ins[i]->shape(), nullptr};
+          if (!g.is_constant(n.inputs[i])) np.bytes += static_cast<int64_t>(ins[i]->nbytes());
+        }
+      for (const Tensor& t : outs) {
+        np.output_shapes.push_back(t.shape());
+        np.bytes += static_cast<int64_t>(t.nbytes());
+      }
       np.macs = op.macs(metas, np.output_shapes);
       profile.push_back(std::move(np));
     }

@@ -205,5 +205,30 @@ TEST(Session, DefaultBlockListCompilesLikeAWholeConversion) {
   }
 }
 
+// A profiled node reports the activation bytes it read and wrote: its non-constant inputs and
+// its outputs at their storage types, weights excluded (voxrt profile's GB/s).
+TEST(Session, ProfileCountsActivationBytes) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 4, 6, 7});
+  b.input("r", onnx::TensorProto::FLOAT, {1, 5, 6, 7});
+  b.initializer("w", {5, 4, 1, 1}, std::vector<float>(20, 0.25f));
+  b.node("Conv", {"x", "w"}, {"c"});
+  b.node("Add", {"c", "r"}, {"s"});
+  b.node("Relu", {"s"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  SessionOptions opt;
+  opt.profiling = true;
+  opt.optimize = false;  // three nodes, as written
+  Session s = b.session(opt);
+  Tensor x = Tensor::zeros(DType::f32, {1, 4, 6, 7}), r = Tensor::zeros(DType::f32, {1, 5, 6, 7});
+  s.run({{"x", x}, {"r", r}});
+  const std::vector<NodeProfile> p = s.last_profile();
+  ASSERT_EQ(p.size(), 3u);
+  const int64_t plane = 6 * 7 * 4;
+  EXPECT_EQ(p[0].bytes, (4 + 5) * plane);      // x in, c out; the weights are a constant
+  EXPECT_EQ(p[1].bytes, (5 + 5 + 5) * plane);  // c and r in, s out
+  EXPECT_EQ(p[2].bytes, (5 + 5) * plane);
+}
+
 }  // namespace
 }  // namespace voxrt

@@ -26,6 +26,10 @@ double gflops(int64_t macs, double ms) {
   return ms > 0 ? 2.0 * static_cast<double>(macs) / (ms * 1e6) : 0;
 }
 
+double gbytes_per_s(int64_t bytes, double ms) {
+  return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -34,7 +38,7 @@ double median(std::vector<double> v) {
 // One node's figures at one precision, medians over the profiled runs.
 struct NodeStat {
   std::string op, shape, kernel;
-  int64_t macs = 0;
+  int64_t macs = 0, bytes = 0;
   std::vector<double> ms;  // one per profiled run
   double median_ms = 0;
 };
@@ -91,6 +95,7 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
         st.shape = shapes_text(prof[i].output_shapes);
         st.kernel = prof[i].kernel;
         st.macs = prof[i].macs;
+        st.bytes = prof[i].bytes;
       }
       st.ms.push_back(prof[i].milliseconds);
     }
@@ -131,15 +136,20 @@ std::string clip(const std::string& s, size_t width) {
   return s.size() <= width ? s : "..." + s.substr(s.size() - (width - 3));
 }
 
-// ms, GFLOP/s and share of one row at one precision; dashes where that precision lacks the row.
-void print_cells(bool present, double ms, int64_t macs, double total_ms) {
+// ms, GFLOP/s, GB/s and share of one row at one precision; dashes where that precision lacks
+// the row or the node does no arithmetic.
+void print_cells(bool present, double ms, int64_t macs, int64_t bytes, double total_ms) {
   double share = total_ms > 0 ? 100 * ms / total_ms : 0;
-  if (!present)
-    std::printf("  %9s %8s %6s", "-", "-", "-");
-  else if (macs)
-    std::printf("  %9.3f %8.1f %5.1f%%", ms, gflops(macs, ms), share);
+  if (!present) {
+    std::printf("  %9s %8s %6s %6s", "-", "-", "-", "-");
+    return;
+  }
+  std::printf("  %9.3f", ms);
+  if (macs)
+    std::printf(" %8.1f", gflops(macs, ms));
   else
-    std::printf("  %9.3f %8s %5.1f%%", ms, "-", share);
+    std::printf(" %8s", "-");
+  std::printf(" %6.1f %5.1f%%", gbytes_per_s(bytes, ms), share);
 }
 
 void print_speedup(bool present, double base_ms, double ms) {
@@ -163,7 +173,7 @@ void print_node_table(const std::vector<PrecisionProfile>& ps) {
   int nw = static_cast<int>(name_w), ow = static_cast<int>(op_w), sw = static_cast<int>(shape_w);
   std::printf("%-*s  %-*s  %-*s", nw, "node", ow, "op", sw, "output shape");
   for (const PrecisionProfile& p : ps)
-    std::printf("  %9s %8s %6s", (p.label + " ms").c_str(), "GFLOP/s", "share");
+    std::printf("  %9s %8s %6s %6s", (p.label + " ms").c_str(), "GFLOP/s", "GB/s", "share");
   for (size_t k = 1; k < ps.size(); ++k)
     std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
   std::printf("  kernel\n");
@@ -175,7 +185,7 @@ void print_node_table(const std::vector<PrecisionProfile>& ps) {
                 clip(any->shape, shape_w).c_str());
     for (const PrecisionProfile& p : ps) {
       const NodeStat* st = find_stat(p, key);
-      print_cells(st, st ? st->median_ms : 0, st ? st->macs : 0, p.total_ms);
+      print_cells(st, st ? st->median_ms : 0, st ? st->macs : 0, st ? st->bytes : 0, p.total_ms);
     }
     for (size_t k = 1; k < ps.size(); ++k) {
       const NodeStat *base = find_stat(ps[0], key), *st = find_stat(ps[k], key);
@@ -195,7 +205,7 @@ void print_node_table(const std::vector<PrecisionProfile>& ps) {
 
 struct OpSum {
   int nodes = 0;
-  int64_t macs = 0;
+  int64_t macs = 0, bytes = 0;
   double ms = 0;
 };
 
@@ -207,6 +217,7 @@ void print_op_table(const std::vector<PrecisionProfile>& ps) {
       v.resize(ps.size());
       ++v[k].nodes;
       v[k].macs += st.macs;
+      v[k].bytes += st.bytes;
       v[k].ms += st.median_ms;
     }
   std::vector<std::pair<double, std::string>> order;
@@ -214,7 +225,7 @@ void print_op_table(const std::vector<PrecisionProfile>& ps) {
   std::sort(order.begin(), order.end());
   std::printf("\n%-24s %7s", "op type", "nodes");
   for (const PrecisionProfile& p : ps)
-    std::printf("  %9s %8s %6s", (p.label + " ms").c_str(), "GFLOP/s", "share");
+    std::printf("  %9s %8s %6s %6s", (p.label + " ms").c_str(), "GFLOP/s", "GB/s", "share");
   for (size_t k = 1; k < ps.size(); ++k)
     std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
   std::printf("\n");
@@ -227,7 +238,7 @@ void print_op_table(const std::vector<PrecisionProfile>& ps) {
     }
     std::printf("%-24s %7s", op.c_str(), counts.c_str());
     for (size_t k = 0; k < ps.size(); ++k)
-      print_cells(v[k].nodes > 0, v[k].ms, v[k].macs, ps[k].total_ms);
+      print_cells(v[k].nodes > 0, v[k].ms, v[k].macs, v[k].bytes, ps[k].total_ms);
     for (size_t k = 1; k < ps.size(); ++k)
       print_speedup(v[0].nodes > 0 && v[k].nodes > 0, v[0].ms, v[k].ms);
     std::printf("\n");
@@ -274,7 +285,11 @@ void write_chrome_trace(const std::string& path, const std::string& title,
     for (const NodeProfile& n : run.nodes) {
       json shapes = json::array();
       for (const Shape& s : n.output_shapes) shapes.push_back(shape_str(s));
-      json args = {{"kernel", n.kernel}, {"output_shapes", shapes}, {"MACs", n.macs}};
+      json args = {{"kernel", n.kernel},
+                   {"output_shapes", shapes},
+                   {"MACs", n.macs},
+                   {"bytes", n.bytes},
+                   {"GB/s", gbytes_per_s(n.bytes, n.milliseconds)}};
       if (n.macs) args["GFLOP/s"] = gflops(n.macs, n.milliseconds);
       events.push_back({{"name", n.node},
                         {"cat", n.op_type},
@@ -307,7 +322,12 @@ int cmd_profile(const std::string& model, const std::vector<std::string>& shapes
   if (ps.size() > 1)
     std::printf("; %s/%s = %s ms over %s ms, above 1 where %s is faster", ps[1].label.c_str(),
                 ps[0].label.c_str(), ps[0].label.c_str(), ps[1].label.c_str(), ps[1].label.c_str());
-  std::printf("\n\n");
+  std::printf(
+      "\nGB/s: activation bytes a node read and wrote (its inputs and outputs at their storage "
+      "types,\nweights excluded) per second. A node near the machine's memory bandwidth "
+      "(build/bench/peak_bench) is\nbound by memory traffic, which fp16 storage halves; one near "
+      "the FMA peak is bound by arithmetic,\nwhich only faster products shorten (+bf16, or "
+      "AVX512-FP16).\n\n");
   print_node_table(ps);
   print_op_table(ps);
   print_totals(ps);
