@@ -30,8 +30,13 @@ class Tensor {
   static Tensor zeros(DType dtype, Shape shape);
   /// Owned storage, left uninitialized.
   static Tensor empty(DType dtype, Shape shape);
-  /// Borrows `data`, which must hold numel * dtype_size bytes and outlive the tensor and its copies.
+  /// Borrows `data`, which must hold numel * dtype_size bytes and outlive the tensor and its
+  /// copies.
   static Tensor view(DType dtype, Shape shape, void* data);
+  /// Shares `storage`, which must hold numel * dtype_size bytes; it is released (its deleter runs)
+  /// when the last tensor using it goes. Throws voxrt::Error when `storage` is null and the
+  /// shape has elements.
+  static Tensor adopt(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> storage);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

@@ -47,6 +47,18 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> storage) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = shape_numel(shape);
+  t.shape_ = std::move(shape);
+  if (!storage && t.numel_ > 0)
+    throw Error("Tensor::adopt: no storage for a tensor of shape " + shape_str(t.shape_));
+  t.owner_ = std::move(storage);
+  t.data_ = t.owner_.get();
+  return t;
+}
+
 Tensor Tensor::view(DType dtype, Shape shape, void* data) {
   Tensor t;
   t.dtype_ = dtype;

@@ -68,6 +68,8 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   inputs = io_infos(model.graph, model.graph.inputs);
   shape_deciding = shape_deciding_inputs(model.graph);
   outputs = io_infos(model.graph, model.graph.outputs);
+  // Room for one run's outputs while the caller still holds the previous run's.
+  returned = std::make_shared<OutputCache>(2 * outputs.size() + 2);
 }
 
 std::shared_ptr<const Plan> Session::Impl::plan_for(
@@ -180,6 +182,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
         outs.push_back(Tensor::view(dt, shape, out[static_cast<size_t>(slot)].raw()));
       else if (offset >= 0)
         outs.push_back(Tensor::view(dt, shape, arena.get() + offset));
+      else if (slot >= 0)
+        outs.push_back(returned->tensor(dt, shape));
       else if (o >= 0)
         outs.push_back(Tensor::empty(dt, shape));
       else

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "runtime/compile.h"
+#include "runtime/output_cache.h"
 #include "runtime/plan.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
@@ -19,6 +20,7 @@ struct Session::Impl {
   CompiledModel model;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<ScratchCache> scratch;  // the ops' per-call scratch, sized by the threads
+  std::shared_ptr<OutputCache> returned;  // storage of the tensors run(inputs) returns
   std::vector<IoInfo> inputs, outputs;
   std::vector<char> shape_deciding;  // per input, see shape_deciding_inputs
   mutable std::mutex plans_mutex;

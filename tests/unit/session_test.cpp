@@ -230,5 +230,25 @@ TEST(Session, ProfileCountsActivationBytes) {
   EXPECT_EQ(p[2].bytes, (5 + 5) * plane);
 }
 
+// run(inputs) returns tensors whose storage comes back to the Session when the caller drops
+// them (runtime/output_cache, tested in scratch_test.cpp): outputs the caller holds are never
+// handed out again, and they may outlive the Session.
+TEST(Session, ReturnedOutputsStayTheCallersAndMayOutliveTheSession) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 4, 64, 64});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  Tensor x = Tensor::empty(DType::f32, {1, 4, 64, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 3;
+  auto s = std::make_unique<Session>(b.session());
+  for (int i = 0; i < 2; ++i) s->run({{"x", x}});  // dropped at once: their storage returns
+  Tensor y = s->run({{"x", x}})[0];
+  Tensor held = s->run({{"x", x}})[0];
+  EXPECT_NE(held.raw(), y.raw()) << "outputs the caller holds are never handed out again";
+  s.reset();
+  for (int64_t i = 0; i < held.numel(); ++i)
+    ASSERT_EQ(held.data<float>()[i], std::max(x.data<float>()[i], 0.0f)) << i;
+}
+
 }  // namespace
 }  // namespace voxrt
