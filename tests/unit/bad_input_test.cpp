@@ -144,6 +144,15 @@ TEST(BadInput, ShapeWhoseElementCountOverflows) {
   EXPECT_THROW(s.output_shapes({{"x", {int64_t{1} << 62, 4}}}), Error);
 }
 
+TEST(BadInput, AdoptWithoutStorage) {
+  EXPECT_THROW(Tensor::adopt(DType::f32, {2, 3}, nullptr), Error);
+  EXPECT_NO_THROW(Tensor::adopt(DType::f32, {0, 3}, nullptr));  // no elements, no bytes
+  std::shared_ptr<uint8_t[]> bytes(new uint8_t[24]);
+  Tensor t = Tensor::adopt(DType::f32, {2, 3}, bytes);
+  EXPECT_EQ(t.raw(), bytes.get());
+  EXPECT_EQ(bytes.use_count(), 2) << "shared, not copied";
+}
+
 TEST(BadInput, ExternalDataOutsideTheModelFolder) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / "voxrt_external_test";
