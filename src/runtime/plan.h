@@ -12,15 +12,27 @@
 
 namespace voxrt {
 
-/// Arenas of one plan's size, kept between runs; concurrent runs each take their own.
+/// A Session's activation arenas, kept between runs for every plan: a run takes the smallest free
+/// arena that holds its plan (a larger one serves a smaller input too), else a new one; concurrent
+/// runs each take their own. At most `max_free` arenas are kept free, so a Session that has seen
+/// many input shapes holds no more than that (each plan used to keep two arenas of its own, and up
+/// to sixteen plans are cached).
 class ArenaPool {
  public:
-  std::shared_ptr<uint8_t[]> take(int64_t bytes);
-  void give_back(std::shared_ptr<uint8_t[]> arena);
+  struct Arena {
+    std::shared_ptr<uint8_t[]> data;
+    int64_t bytes = 0;
+  };
+  explicit ArenaPool(size_t max_free = 2) : max_free_(max_free) {}
+  Arena take(int64_t bytes);
+  void give_back(Arena arena);
+  /// Bytes of the free arenas.
+  int64_t free_bytes() const;
 
  private:
-  std::mutex m_;
-  std::vector<std::shared_ptr<uint8_t[]>> free_;
+  size_t max_free_;
+  mutable std::mutex m_;
+  std::vector<Arena> free_;
 };
 
 struct Plan {
@@ -36,7 +48,6 @@ struct Plan {
   std::vector<int64_t> arena_offset;  // per value id: byte offset, -1 if not in the arena
   int64_t arena_bytes = 0;
   std::vector<char> skip_step;  // per step: a Concat whose inputs were written in place
-  std::shared_ptr<ArenaPool> arenas = std::make_shared<ArenaPool>();
 };
 
 /// Places intermediate activations in one arena by lifetime (values whose lifetimes overlap never

@@ -70,6 +70,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   outputs = io_infos(model.graph, model.graph.outputs);
   // Room for one run's outputs while the caller still holds the previous run's.
   returned = std::make_shared<OutputCache>(2 * outputs.size() + 2);
+  arenas = std::make_unique<ArenaPool>(2);
 }
 
 std::shared_ptr<const Plan> Session::Impl::plan_for(
@@ -157,7 +158,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
   using clock = std::chrono::steady_clock;
   RunContext ctx{pool.get(), scratch.get()};
   auto run_start = clock::now();
-  std::shared_ptr<uint8_t[]> arena = plan->arenas->take(plan->arena_bytes);
+  ArenaPool::Arena held = arenas->take(plan->arena_bytes);
+  uint8_t* const arena = held.data.get();
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     int k = plan->steps[s];
     const ir::Node& n = g.nodes[static_cast<size_t>(k)];
@@ -166,7 +168,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       int o = n.outputs[0];
       vals[static_cast<size_t>(o)] = Tensor::view(
           *g.values[static_cast<size_t>(o)].dtype, plan->shapes[static_cast<size_t>(o)],
-          arena.get() + plan->arena_offset[static_cast<size_t>(o)]);
+          arena + plan->arena_offset[static_cast<size_t>(o)]);
       continue;
     }
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
@@ -181,7 +183,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       if (slot >= 0 && caller_outputs)
         outs.push_back(Tensor::view(dt, shape, out[static_cast<size_t>(slot)].raw()));
       else if (offset >= 0)
-        outs.push_back(Tensor::view(dt, shape, arena.get() + offset));
+        outs.push_back(Tensor::view(dt, shape, arena + offset));
       else if (slot >= 0)
         outs.push_back(returned->tensor(dt, shape));
       else if (o >= 0)
@@ -219,7 +221,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
           output_slot(v) < 0)
         vals[static_cast<size_t>(v)] = Tensor();
   }
-  plan->arenas->give_back(std::move(arena));
+  arenas->give_back(std::move(held));
   if (!caller_outputs) out.assign(g.outputs.size(), Tensor());
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     Tensor& v = vals[static_cast<size_t>(g.outputs[k])];

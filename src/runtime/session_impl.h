@@ -21,6 +21,7 @@ struct Session::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<ScratchCache> scratch;  // the ops' per-call scratch, sized by the threads
   std::shared_ptr<OutputCache> returned;  // storage of the tensors run(inputs) returns
+  std::unique_ptr<ArenaPool> arenas;      // activation arenas, shared by every plan
   std::vector<IoInfo> inputs, outputs;
   std::vector<char> shape_deciding;  // per input, see shape_deciding_inputs
   mutable std::mutex plans_mutex;
