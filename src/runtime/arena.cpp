@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <map>
 
-#include "runtime/pages.h"
 #include "runtime/plan.h"
 
 namespace voxrt {
@@ -23,43 +22,6 @@ struct Block {
 };
 
 }  // namespace
-
-ArenaPool::Arena ArenaPool::take(int64_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    auto best = free_.end();
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
-    if (best != free_.end()) {
-      Arena a = std::move(*best);
-      free_.erase(best);
-      return a;
-    }
-  }
-  const size_t size = static_cast<size_t>(bytes) + kAlign;
-  return {std::shared_ptr<uint8_t[]>(map_pages(size), [size](uint8_t* q) { unmap_pages(q, size); }),
-          bytes};
-}
-
-void ArenaPool::give_back(Arena arena) {
-  Arena drop;  // released outside the lock
-  std::lock_guard<std::mutex> lock(m_);
-  free_.push_back(std::move(arena));
-  if (free_.size() > max_free_) {
-    auto smallest =
-        std::min_element(free_.begin(), free_.end(),
-                         [](const Arena& x, const Arena& y) { return x.bytes < y.bytes; });
-    drop = std::move(*smallest);
-    free_.erase(smallest);
-  }
-}
-
-int64_t ArenaPool::free_bytes() const {
-  std::lock_guard<std::mutex> lock(m_);
-  int64_t n = 0;
-  for (const Arena& a : free_) n += a.bytes;
-  return n;
-}
 
 void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite) {
   size_t nv = g.values.size();

@@ -12,29 +12,6 @@
 
 namespace voxrt {
 
-/// A Session's activation arenas, kept between runs for every plan: a run takes the smallest free
-/// arena that holds its plan (a larger one serves a smaller input too), else a new one; concurrent
-/// runs each take their own. At most `max_free` arenas are kept free, so a Session that has seen
-/// many input shapes holds no more than that (each plan used to keep two arenas of its own, and up
-/// to sixteen plans are cached).
-class ArenaPool {
- public:
-  struct Arena {
-    std::shared_ptr<uint8_t[]> data;
-    int64_t bytes = 0;
-  };
-  explicit ArenaPool(size_t max_free = 2) : max_free_(max_free) {}
-  Arena take(int64_t bytes);
-  void give_back(Arena arena);
-  /// Bytes of the free arenas.
-  int64_t free_bytes() const;
-
- private:
-  size_t max_free_;
-  mutable std::mutex m_;
-  std::vector<Arena> free_;
-};
-
 struct Plan {
   std::vector<Shape> shapes;     // per value id
   std::vector<char> known;       // per value id: shape is bound

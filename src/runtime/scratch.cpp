@@ -10,11 +10,11 @@ namespace {
 
 constexpr size_t kGranule = size_t{64} << 10;  // capacities rounded up, so near sizes share
 
-void release(const ScratchCache::Block& b) {
+}  // namespace
+
+void ScratchCache::release(const Block& b) {
   unmap_pages(b.data, b.capacity);
 }
-
-}  // namespace
 
 size_t ScratchCache::peak_bytes() const {
   std::lock_guard<std::mutex> lock(m_);

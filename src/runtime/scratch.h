@@ -31,6 +31,8 @@ class ScratchCache {
   /// Keeps `b` for a later take; beyond `max_free` free blocks the smallest is freed, so what
   /// the cache holds stays near the scratch one run has in use at once.
   void give_back(Block b);
+  /// Returns a block taken from a cache to the system: for a block that outlives its cache.
+  static void release(const Block& b);
   /// Bytes held in free blocks.
   size_t free_bytes() const;
   /// The most bytes the cache's blocks, taken and free, have held at once.

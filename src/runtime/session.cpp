@@ -70,7 +70,8 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   outputs = io_infos(model.graph, model.graph.outputs);
   // Room for one run's outputs while the caller still holds the previous run's.
   returned = std::make_shared<OutputCache>(2 * outputs.size() + 2);
-  arenas = std::make_unique<ArenaPool>(2);
+  // Two free arenas at most, whatever the shapes the plans (up to sixteen cached) were made for.
+  arenas = std::make_unique<ScratchCache>(2);
 }
 
 std::shared_ptr<const Plan> Session::Impl::plan_for(
@@ -158,8 +159,14 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
   using clock = std::chrono::steady_clock;
   RunContext ctx{pool.get(), scratch.get()};
   auto run_start = clock::now();
-  ArenaPool::Arena held = arenas->take(plan->arena_bytes);
-  uint8_t* const arena = held.data.get();
+  // The run's activation arena (its bytes and a spare cache line), back to the cache when the
+  // run ends or throws.
+  struct ArenaLease {
+    ScratchCache& cache;
+    ScratchCache::Block block;
+    ~ArenaLease() { cache.give_back(block); }
+  } held{*arenas, arenas->take(static_cast<size_t>(plan->arena_bytes) + 64)};
+  uint8_t* const arena = held.block.data;
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     int k = plan->steps[s];
     const ir::Node& n = g.nodes[static_cast<size_t>(k)];
@@ -221,7 +228,6 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
           output_slot(v) < 0)
         vals[static_cast<size_t>(v)] = Tensor();
   }
-  arenas->give_back(std::move(held));
   if (!caller_outputs) out.assign(g.outputs.size(), Tensor());
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     Tensor& v = vals[static_cast<size_t>(g.outputs[k])];

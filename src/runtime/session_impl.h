@@ -21,7 +21,8 @@ struct Session::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<ScratchCache> scratch;  // the ops' per-call scratch, sized by the threads
   std::shared_ptr<OutputCache> returned;  // storage of the tensors run(inputs) returns
-  std::unique_ptr<ArenaPool> arenas;      // activation arenas, shared by every plan
+  // Activation arenas, shared by every plan: the smallest free one that holds a run's plan.
+  std::unique_ptr<ScratchCache> arenas;
   std::vector<IoInfo> inputs, outputs;
   std::vector<char> shape_deciding;  // per input, see shape_deciding_inputs
   mutable std::mutex plans_mutex;
