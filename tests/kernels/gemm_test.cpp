@@ -243,6 +243,45 @@ TEST(GemmTable, PairConvertMatchesTwoMemberConverts) {
   if (rows == 0) GTEST_SKIP() << "no row with pair converts runs on this CPU";
 }
 
+// The stride-2 split converts against the pair converts of the gathered even and odd columns.
+TEST(GemmTable, PairSplitMatchesPairConvertsOfEvenAndOddColumns) {
+  std::mt19937 rng(29);
+  int rows = 0;
+  for (const GemmKernel& g : gemm_kernels()) {
+    if (!g.to_panel_pair_split) continue;
+    ASSERT_NE(g.to_panel_pair, nullptr) << g.name;
+    if (cpu_features().detected < g.isa) continue;
+    ++rows;
+    const size_t eb = panel_type_bytes(g.b_panel), sb = dtype_size(g.storage);
+    for (size_t n : {1, 7, 8, 9, 16, 17, 24, 48, 49, 130}) {
+      std::vector<uint8_t> first =
+          random_storage(g.storage, static_cast<int64_t>(2 * n), rng, -3, 3);
+      std::vector<uint8_t> second =
+          random_storage(g.storage, static_cast<int64_t>(2 * n), rng, -3, 3);
+      // Column parity p of a row, gathered.
+      auto columns = [&](const std::vector<uint8_t>& row, size_t p) {
+        std::vector<uint8_t> out(n * sb);
+        for (size_t j = 0; j < n; ++j) std::memcpy(&out[j * sb], &row[(2 * j + p) * sb], sb);
+        return out;
+      };
+      for (bool with_second : {true, false}) {
+        std::vector<uint8_t> even((n + 4) * eb, 0x5a), odd = even, want_even = even,
+                                                       want_odd = even;
+        g.to_panel_pair_split(first.data(), with_second ? second.data() : nullptr, even.data(),
+                              odd.data(), n);
+        for (size_t p : {0, 1}) {
+          std::vector<uint8_t> a = columns(first, p), b = columns(second, p);
+          g.to_panel_pair(a.data(), with_second ? b.data() : nullptr,
+                          (p ? want_odd : want_even).data(), n);
+        }
+        EXPECT_EQ(even, want_even) << g.name << " n=" << n << (with_second ? "" : " no second row");
+        EXPECT_EQ(odd, want_odd) << g.name << " n=" << n << (with_second ? "" : " no second row");
+      }
+    }
+  }
+  if (rows == 0) GTEST_SKIP() << "no row with split converts runs on this CPU";
+}
+
 TEST(GemmTable, Bf16ProductsOnlyWhenAllowed) {
   for (DType t : {DType::f32, DType::f16})
     for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::avx512fp16, Isa::amx}) {

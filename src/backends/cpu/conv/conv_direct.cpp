@@ -216,6 +216,12 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
       // Both phases at once, starting at the first input column of either.
       int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
       const int64_t at = (j0[first] * 2 + first - win.pad[2]) * es;
+      if (pair && g.to_panel_pair_split) {  // one pass: split and convert both rows
+        g.to_panel_pair_split(row + at, row2 ? row2 + at : nullptr, phase_row(first, j0[first]),
+                              phase_row(1 - first, j0[1 - first]),
+                              static_cast<size_t>(j1[0] - j0[0]));
+        continue;
+      }
       for (int64_t m = 0; m < (row2 ? 2 : 1); ++m) {
         uint8_t* even = m ? scratch2 : scratch;
         uint8_t* odd = even + ph.xlen * es;

@@ -1,5 +1,6 @@
 // The B panel converts of the bf16 dot-product rows: storage values into one bf16 member of
-// bf16_pair elements, or two rows of them into both members at once.
+// bf16_pair elements, or two rows of them into both members at once, or the even and odd columns
+// of two rows into two rows of elements (a stride-2 width split).
 #include "backends/cpu/kernels/gemm/gemm_avx512bf16.h"
 #include "backends/cpu/kernels/gemm/gemm_rows.h"
 
@@ -26,6 +27,21 @@ void f16_to_bf16_pair_avx512bf16(const void* first, const void* second, void* ds
   gemm_detail::to_bf16_pair(first, second, dst, n, 2, [](const uint8_t* p, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
   });
+}
+
+void f32_to_bf16_pair_split_avx512bf16(const void* first, const void* second, void* even, void* odd,
+                                       size_t n) {
+  gemm_detail::to_bf16_pair_split(
+      first, second, even, odd, n, 4,
+      [](const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); });
+}
+
+void f16_to_bf16_pair_split_avx512bf16(const void* first, const void* second, void* even, void* odd,
+                                       size_t n) {
+  gemm_detail::to_bf16_pair_split(first, second, even, odd, n, 2,
+                                  [](const uint8_t* p, __mmask16 m) {
+                                    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+                                  });
 }
 
 }  // namespace voxrt::cpu

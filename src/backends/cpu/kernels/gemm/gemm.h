@@ -56,6 +56,11 @@ using PanelConvert = void (*)(const void* src, void* dst, size_t n);
 /// For rows with k_pack = 2: converts n values of `first` and of `second` (null: zeros) into
 /// both members of n consecutive panel elements at `dst`, in one pass (whole-element stores).
 using PanelConvertPair = void (*)(const void* first, const void* second, void* dst, size_t n);
+/// For rows with k_pack = 2, a stride-2 width split: the even columns 2j of `first` and of
+/// `second` (null: zeros) into both members of element j at `even`, the odd columns 2j + 1 into
+/// element j at `odd`, j < n (2n values read from each row).
+using PanelConvertPairSplit = void (*)(const void* first, const void* second, void* even, void* odd,
+                                       size_t n);
 
 /// Element of a packed panel. f16_pair holds each fp16 value twice, so that a 32-bit broadcast
 /// (a plain load on x86) fills a vector with it. bf16_pair holds two consecutive steps as bfloat16
@@ -78,7 +83,8 @@ struct GemmKernel {
   int k_pack;
   GemmUkernel ukernel;
   PanelConvert to_panel;
-  PanelConvertPair to_panel_pair = nullptr;  // rows with k_pack = 2
+  PanelConvertPair to_panel_pair = nullptr;             // rows with k_pack = 2
+  PanelConvertPairSplit to_panel_pair_split = nullptr;  // rows with k_pack = 2
 };
 
 /// Rows whose products are of bfloat16-rounded operands (FpMath::bf16 only).

@@ -85,4 +85,45 @@ inline void to_bf16_pair(const void* first, const void* second, void* dst, size_
   }
 }
 
+/// to_bf16_pair over the even and the odd columns of two rows at once: element j at `even`
+/// takes columns 2j of `first` and `second` (zeros when null), element j at `odd` columns 2j + 1;
+/// `widen` converts 16 values at a time to fp32.
+template <class Widen>
+inline void to_bf16_pair_split(const void* first, const void* second, void* even, void* odd,
+                               size_t n, size_t src_bytes, Widen widen) {
+  const uint8_t* lo = static_cast<const uint8_t*>(first);
+  const uint8_t* hi = static_cast<const uint8_t*>(second);
+  uint32_t* de = static_cast<uint32_t*>(even);
+  uint32_t* dodd = static_cast<uint32_t*>(odd);
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  alignas(64) static constexpr int32_t kEven[16] = {0,  2,  4,  6,  8,  10, 12, 14,
+                                                    16, 18, 20, 22, 24, 26, 28, 30};
+  alignas(64) static constexpr int32_t kOdd[16] = {1,  3,  5,  7,  9,  11, 13, 15,
+                                                   17, 19, 21, 23, 25, 27, 29, 31};
+  const __m512i order = _mm512_load_si512(kInterleave);
+  const __m512i pick_even = _mm512_load_si512(kEven), pick_odd = _mm512_load_si512(kOdd);
+  for (size_t j = 0; j < n; j += 16) {
+    // Columns 2j .. 2j + 31: 2 * left of them are read.
+    const size_t left = n - j < 16 ? n - j : 16, cols = 2 * left;
+    const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xffffu : (1u << cols) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(cols <= 16 ? 0u : (1u << (cols - 16)) - 1);
+    const __mmask16 out = static_cast<__mmask16>((1u << left) - 1);
+    auto split = [&](const uint8_t* row, __m512& e, __m512& o) {
+      const __m512 a = widen(row + 2 * j * src_bytes, m0);
+      const __m512 b = m1 ? widen(row + (2 * j + 16) * src_bytes, m1) : _mm512_setzero_ps();
+      e = _mm512_permutex2var_ps(a, pick_even, b);
+      o = _mm512_permutex2var_ps(a, pick_odd, b);
+    };
+    __m512 le, lo_odd, he = _mm512_setzero_ps(), ho = _mm512_setzero_ps();
+    split(lo, le, lo_odd);
+    if (hi) split(hi, he, ho);
+    const __m512i ev = (__m512i)_mm512_cvtne2ps_pbh(he, le);
+    const __m512i od = (__m512i)_mm512_cvtne2ps_pbh(ho, lo_odd);
+    _mm512_mask_storeu_epi32(de + j, out, _mm512_permutexvar_epi16(order, ev));
+    _mm512_mask_storeu_epi32(dodd + j, out, _mm512_permutexvar_epi16(order, od));
+  }
+}
+
 }  // namespace voxrt::cpu::gemm_detail

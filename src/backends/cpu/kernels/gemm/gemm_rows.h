@@ -48,6 +48,11 @@ void f16_to_bf16_member_avx512bf16(const void* src, void* dst, size_t n);
 // Both members of n bf16_pair elements (PanelConvertPair).
 void f32_to_bf16_pair_avx512bf16(const void* first, const void* second, void* dst, size_t n);
 void f16_to_bf16_pair_avx512bf16(const void* first, const void* second, void* dst, size_t n);
+// Even and odd columns of two rows into two rows of bf16_pair elements (PanelConvertPairSplit).
+void f32_to_bf16_pair_split_avx512bf16(const void* first, const void* second, void* even, void* odd,
+                                       size_t n);
+void f16_to_bf16_pair_split_avx512bf16(const void* first, const void* second, void* even, void* odd,
+                                       size_t n);
 
 /// fp16 steps the AVX512-FP16 kernel sums before carrying into fp32.
 constexpr int kF16CarrySteps = 64;
