@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "backends/cpu/conv/conv_gemm.h"
+#include "backends/cpu/kernels/gemm/gemm_rows.h"
 
 namespace voxrt::cpu {
 
@@ -220,6 +221,11 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
         g.to_panel_pair_split(row + at, row2 ? row2 + at : nullptr, phase_row(first, j0[first]),
                               phase_row(1 - first, j0[1 - first]),
                               static_cast<size_t>(j1[0] - j0[0]));
+        continue;
+      }
+      if (!pair && g.to_panel == copy_f32_panel) {  // panels of the storage values: split only
+        deinterleave(row + at, j1[0] - j0[0], static_cast<size_t>(es), phase_row(first, j0[first]),
+                     phase_row(1 - first, j0[1 - first]));
         continue;
       }
       for (int64_t m = 0; m < (row2 ? 2 : 1); ++m) {
