@@ -62,6 +62,19 @@ inline void to_bf16_member(const void* src, void* dst, size_t n, size_t src_byte
   }
 }
 
+/// Stores 16 bf16_pair elements at dst (those of `mask`): low halves rounded from `lo`, high
+/// halves from `hi` (to nearest even).
+inline void store_bf16_pairs(uint32_t* dst, __mmask16 mask, __m512 lo, __m512 hi) {
+  // vcvtne2ps2bf16 puts `lo`'s 16 values in 16-bit lanes 0-15 and `hi`'s in 16-31; lane 2j of
+  // the result takes lane j, lane 2j + 1 lane 16 + j.
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+  _mm512_mask_storeu_epi32(dst, mask,
+                           _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both));
+}
+
 /// Writes n bf16_pair elements at dst: the low halves from `first`, the high halves from
 /// `second` (zeros when null), each widened by `widen` and rounded to bf16 (to nearest even).
 template <class Widen>
@@ -70,18 +83,11 @@ inline void to_bf16_pair(const void* first, const void* second, void* dst, size_
   const uint8_t* lo = static_cast<const uint8_t*>(first);
   const uint8_t* hi = static_cast<const uint8_t*>(second);
   uint32_t* d = static_cast<uint32_t*>(dst);
-  // vcvtne2ps2bf16 puts `lo`'s 16 values in 16-bit lanes 0-15 and `hi`'s in 16-31; lane 2j of
-  // the result takes lane j, lane 2j + 1 lane 16 + j.
-  alignas(64) static constexpr uint16_t kInterleave[32] = {
-      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  const __m512i order = _mm512_load_si512(kInterleave);
   for (size_t j = 0; j < n; j += 16) {
     const size_t left = n - j < 16 ? n - j : 16;
     const __mmask16 in = static_cast<__mmask16>((1u << left) - 1);
     const __m512 h = hi ? widen(hi + j * src_bytes, in) : _mm512_setzero_ps();
-    const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(h, widen(lo + j * src_bytes, in));
-    _mm512_mask_storeu_epi32(d + j, in, _mm512_permutexvar_epi16(order, both));
+    store_bf16_pairs(d + j, in, widen(lo + j * src_bytes, in), h);
   }
 }
 
@@ -95,14 +101,10 @@ inline void to_bf16_pair_split(const void* first, const void* second, void* even
   const uint8_t* hi = static_cast<const uint8_t*>(second);
   uint32_t* de = static_cast<uint32_t*>(even);
   uint32_t* dodd = static_cast<uint32_t*>(odd);
-  alignas(64) static constexpr uint16_t kInterleave[32] = {
-      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   alignas(64) static constexpr int32_t kEven[16] = {0,  2,  4,  6,  8,  10, 12, 14,
                                                     16, 18, 20, 22, 24, 26, 28, 30};
   alignas(64) static constexpr int32_t kOdd[16] = {1,  3,  5,  7,  9,  11, 13, 15,
                                                    17, 19, 21, 23, 25, 27, 29, 31};
-  const __m512i order = _mm512_load_si512(kInterleave);
   const __m512i pick_even = _mm512_load_si512(kEven), pick_odd = _mm512_load_si512(kOdd);
   for (size_t j = 0; j < n; j += 16) {
     // Columns 2j .. 2j + 31: 2 * left of them are read.
@@ -119,10 +121,8 @@ inline void to_bf16_pair_split(const void* first, const void* second, void* even
     __m512 le, lo_odd, he = _mm512_setzero_ps(), ho = _mm512_setzero_ps();
     split(lo, le, lo_odd);
     if (hi) split(hi, he, ho);
-    const __m512i ev = (__m512i)_mm512_cvtne2ps_pbh(he, le);
-    const __m512i od = (__m512i)_mm512_cvtne2ps_pbh(ho, lo_odd);
-    _mm512_mask_storeu_epi32(de + j, out, _mm512_permutexvar_epi16(order, ev));
-    _mm512_mask_storeu_epi32(dodd + j, out, _mm512_permutexvar_epi16(order, od));
+    store_bf16_pairs(de + j, out, le, he);
+    store_bf16_pairs(dodd + j, out, lo_odd, ho);
   }
 }
 
