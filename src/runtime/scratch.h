@@ -31,6 +31,20 @@ class ScratchCache {
   /// Keeps `b` for a later take; beyond `max_free` free blocks the smallest is freed, so what
   /// the cache holds stays near the scratch one run has in use at once.
   void give_back(Block b);
+  /// A block of at least `bytes` for a scope: taken on construction, given back on destruction
+  /// (also when the scope throws).
+  class Lease {
+   public:
+    Lease(ScratchCache& cache, size_t bytes) : cache_(cache), block_(cache.take(bytes)) {}
+    ~Lease() { cache_.give_back(block_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    uint8_t* data() const { return block_.data; }
+
+   private:
+    ScratchCache& cache_;
+    Block block_;
+  };
   /// Returns a block taken from a cache to the system: for a block that outlives its cache.
   static void release(const Block& b);
   /// Bytes held in free blocks.

@@ -161,12 +161,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
   auto run_start = clock::now();
   // The run's activation arena (its bytes and a spare cache line), back to the cache when the
   // run ends or throws.
-  struct ArenaLease {
-    ScratchCache& cache;
-    ScratchCache::Block block;
-    ~ArenaLease() { cache.give_back(block); }
-  } held{*arenas, arenas->take(static_cast<size_t>(plan->arena_bytes) + 64)};
-  uint8_t* const arena = held.block.data;
+  const ScratchCache::Lease held(*arenas, static_cast<size_t>(plan->arena_bytes) + 64);
+  uint8_t* const arena = held.data();
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     int k = plan->steps[s];
     const ir::Node& n = g.nodes[static_cast<size_t>(k)];

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #include "runtime/output_cache.h"
@@ -73,6 +74,23 @@ TEST(OutputCache, RecyclesDroppedTensorsAndOutlivesTheCache) {
   cache.reset();
   std::memset(kept.raw(), 2, kept.nbytes());  // still valid (ASan checks); freed with `kept`
   EXPECT_EQ(static_cast<uint8_t*>(kept.raw())[kept.nbytes() - 1], 2);
+}
+
+// A lease gives its block back when its scope ends, also by an exception.
+TEST(ScratchCache, LeaseGivesTheBlockBackWhenItsScopeEnds) {
+  ScratchCache c;
+  uint8_t* seen = nullptr;
+  try {
+    const ScratchCache::Lease l(c, 100 << 10);
+    seen = l.data();
+    std::memset(l.data(), 3, 100 << 10);
+    EXPECT_EQ(c.free_bytes(), 0u);
+    throw std::runtime_error("a run that fails");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_GE(c.free_bytes(), size_t{100} << 10);
+  const ScratchCache::Lease again(c, 90 << 10);
+  EXPECT_EQ(again.data(), seen);
 }
 
 // A take nothing free fits replaces the largest free block, so blocks of growing sizes taken one
