@@ -87,9 +87,11 @@ void apply_precision(const std::string& p, SessionOptions& opt) {
     opt.precision = Precision::fp32;
   else if (storage == "fp16")
     opt.precision = Precision::fp16;
-  else
-    throw Error("precision '" + p + "' is not one of model, fp32, fp16, model+bf16, fp32+bf16, " +
-                "fp16+bf16");
+  else {
+    std::string names;
+    for (const std::string& n : precision_names()) names += (names.empty() ? "" : ", ") + n;
+    throw Error("precision '" + p + "' is not one of " + names);
+  }
   opt.fpmath = bf16 ? FpMath::bf16 : FpMath::strict;
   if (bf16 && !cpu_info().bf16_products)
     std::fprintf(stderr, "note: precision %s: this CPU (%s) has no AVX512-BF16; running %s\n",

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> compare{"model"};
   CLI::App* profile = app.add_subcommand("profile",
-                                         "Per-node median ms, GFLOP/s, share and kernel, and "
+                                         "Per-node median ms, GFLOP/s, GB/s, share and kernel, and "
                                          "the speedup of one precision over another.\nExample: "
                                          "voxrt profile unet.onnx --shape input=1x1x96x96x96 "
                                          "--compare fp32,fp16,fp16+bf16");
