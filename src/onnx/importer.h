@@ -1,7 +1,7 @@
 // ONNX ModelProto to ir::Graph, and back.
 #pragma once
 
-#include <onnx/onnx_pb.h>
+#include <onnx/onnx.pb.h>
 
 #include <string>
 

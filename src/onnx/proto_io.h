@@ -2,7 +2,7 @@
 // The only place besides the importer and exporter that sees protobuf types.
 #pragma once
 
-#include <onnx/onnx_pb.h>
+#include <onnx/onnx.pb.h>
 
 #include <string>
 

@@ -1,6 +1,6 @@
 #include "case.h"
 
-#include <onnx/onnx_pb.h>
+#include <onnx/onnx.pb.h>
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 //   voxrt::Session s = b.session();
 #pragma once
 
-#include <onnx/onnx_pb.h>
+#include <onnx/onnx.pb.h>
 
 #include <string>
 #include <variant>
