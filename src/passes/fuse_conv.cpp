@@ -123,4 +123,41 @@ void fuse_conv_epilogue(ir::Graph& g) {
   g.remove_dead();
 }
 
+// An fp16 model that keeps fp32 outputs ends in Conv -> Cast(to float32): the convolution then
+// stores its fp32 sums straight into the Cast's output (a FusedConv with `to`), and neither the
+// fp16 tensor nor the pass that widens it remain (a residual, fp16, is added to the fp32 sums).
+// A ConvTranspose keeps its Cast.
+void fuse_output_cast(ir::Graph& g) {
+  auto consumers = g.consumers();
+  auto producers = g.producers();
+  std::vector<char> drop(g.nodes.size(), 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const ir::Node& cast = g.nodes[k];
+    if (cast.op_type != "Cast" || !cast.domain.empty() || cast.inputs.size() != 1 ||
+        cast.inputs[0] < 0 || cast.outputs.size() != 1 || cast.attrs.get_int("to", 0) != 1)
+      continue;
+    const int v = cast.inputs[0];
+    const int p = producers[static_cast<size_t>(v)];
+    if (p < 0 || sole_consumer(g, consumers, v) != static_cast<int>(k) ||
+        g.values[static_cast<size_t>(v)].dtype != DType::f16)
+      continue;
+    ir::Node& conv = g.nodes[static_cast<size_t>(p)];
+    const bool plain = conv.op_type == "Conv" && conv.domain.empty();
+    const bool fused = conv.op_type == "FusedConv" && conv.domain == kInternalDomain;
+    if ((!plain && !fused) || conv.outputs.size() != 1) continue;
+    if (plain) {
+      conv.domain = kInternalDomain;
+      conv.op_type = "FusedConv";
+    }
+    ir::Attribute to;
+    to.kind = ir::Attribute::Kind::i;
+    to.i = 1;
+    conv.attrs.items[kFusedCastTo] = to;
+    conv.outputs[0] = cast.outputs[0];
+    drop[k] = 1;
+  }
+  erase_nodes(g, drop);
+  g.remove_dead();
+}
+
 }  // namespace voxrt

@@ -31,6 +31,7 @@ void fuse_conv_epilogue(ir::Graph& g);
 void fuse_group_norm(ir::Graph& g);
 void fuse_norm_activation(ir::Graph& g);
 void fuse_concat_into_conv(ir::Graph& g);
+void fuse_output_cast(ir::Graph& g);
 
 struct Fp16Options {
   bool keep_io_types = true;        // graph inputs and outputs stay float32, with Casts at the edge

@@ -108,6 +108,7 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
   if (bv >= 0) g.constants[bv] = out.b;
   n.inputs = {xv, wv, bv};
   n.outputs = {value("y")};
+  if (c.attrs.count(kFusedCastTo)) g.values[static_cast<size_t>(n.outputs[0])].dtype = DType::f32;
   n.attrs.items = c.attrs;
   if (fused) {
     n.attrs.items["activation"].kind = ir::Attribute::Kind::s;
@@ -125,6 +126,7 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     conv.attrs.items.erase("activation");
     conv.attrs.items.erase("alpha");
     conv.attrs.items.erase(kResidualAfterActivation);
+    conv.attrs.items.erase(kFusedCastTo);
     out.y = OpRegistry::instance().create(conv, g)->infer_shapes(meta)[0];
   } catch (const Error&) {
     return false;
@@ -198,7 +200,10 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   whole.attrs.items.erase("x_parts");
   std::vector<const Tensor*> in = {&b.x, &b.w, c.bias ? &b.b : nullptr};
   if (c.residual) in.push_back(&b.residual);
-  std::vector<Tensor> want = {Tensor::zeros(t, b.y)};
+  // A fused Cast to fp32 (`to`): Y is fp32, never rounded to X's dtype, so the fp32 bound holds.
+  const bool f32_out = c.attrs.count(kFusedCastTo) > 0;
+  const DType yt = f32_out ? DType::f32 : t;
+  std::vector<Tensor> want = {Tensor::zeros(yt, b.y)};
   OpRegistry::instance().create(whole, b.graph)->compute(in, want);
   std::vector<const Tensor*> fast_in = in;
   if (!b.parts.empty()) {
@@ -227,12 +232,12 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   // The row's name, then any sibling tiles the direct path may take ("...__avx512+6x48").
   ASSERT_EQ(fast->kernel_name().rfind(row->name, 0), 0u) << c.str() << ": the lowering declined";
   // NaN everywhere: every element must be written.
-  std::vector<Tensor> got = {Tensor::empty(t, b.y)};
+  std::vector<Tensor> got = {Tensor::empty(yt, b.y)};
   std::memset(got[0].raw(), 0xff, got[0].nbytes());
   fast->run(RunContext{pool}, fast_in, got);
   const std::string what = std::string(row->name) + " " + std::string(dtype_name(t)) + " " +
                            c.str() + (pool ? " threads=" + std::to_string(pool->size()) : "");
-  const double tol = t == DType::f32 ? 1e-5 : 1e-2;
+  const double tol = t == DType::f32 || f32_out ? 1e-5 : 1e-2;
   if (!bf16_dot(*row)) {
     EXPECT_LT(rel_l2(got[0], want[0]), tol) << what;
     return;
@@ -242,7 +247,7 @@ void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937
   std::vector<const Tensor*> rounded = in;
   rounded[0] = &x;
   rounded[1] = &w;
-  std::vector<Tensor> want_rounded = {Tensor::zeros(t, b.y)};
+  std::vector<Tensor> want_rounded = {Tensor::zeros(yt, b.y)};
   OpRegistry::instance().create(whole, b.graph)->compute(rounded, want_rounded);
   EXPECT_LT(rel_l2(got[0], want_rounded[0]), tol) << what << " against bf16-rounded X and W";
 }
@@ -382,6 +387,36 @@ TEST_P(ConvLoweringTest, UNetShapesMatchReference) {
   for (const ConvCase& c : unet_cases())
     for (DType t : {DType::f32, DType::f16})
       check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+}
+
+// fp16 convolutions whose fp32 output is a fused Cast's (the last layer of an fp16 model that
+// keeps fp32 outputs): every path (1x1 pointwise tiles, the direct path in place and through
+// scratch tiles across short rows, the packed path at width stride 3), with the residual and the
+// activation. Held to the fp32 bound, which an output rounded to fp16 on the way misses.
+TEST_P(ConvLoweringTest, FusedCastToFp32MatchesReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(13);
+  std::vector<ConvCase> cases;
+  auto add = [&](Shape x, Shape w) -> ConvCase& {
+    ConvCase c;
+    c.op = "FusedConv";
+    c.x = std::move(x);
+    c.w = std::move(w);
+    c.i(kFusedCastTo, 1);
+    cases.push_back(c);
+    return cases.back();
+  };
+  add({1, 16, 7, 8, 9}, {3, 16, 1, 1, 1}).activation = "Relu";
+  add({2, 8, 6, 7, 9}, {3, 8, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1}).residual = true;
+  add({1, 8, 6, 7, 9}, {12, 8, 3, 3, 3})
+      .ints("pads", {1, 1, 1, 1, 1, 1})
+      .i(kResidualAfterActivation, 1)
+      .activation = "LeakyRelu";
+  add({1, 5, 5, 4, 3}, {7, 5, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1}).residual = true;
+  add({1, 4, 9, 10, 13}, {6, 4, 3, 3, 3}).ints("strides", {1, 1, 3}).activation = "Relu";
+  add({1, 6, 20, 23}, {3, 6, 3, 3}).ints("pads", {1, 1, 1, 1});
+  int k = 0;
+  for (const ConvCase& c : cases) check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
 }
 
 // Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating the pool.

@@ -180,6 +180,32 @@ TEST(FuseCastIslands, FixtureUnetIslandsVanish) {
   EXPECT_LT(rel_l2(y1, y0), 1e-3);
 }
 
+// fp16 models that keep fp32 outputs end in Conv -> Cast(float32): the last convolution stores
+// fp32 itself, a plain one (unet3d_bn's head) or one with MONAI's residual.
+TEST(FuseOutputCast, FixtureLastConvsStoreFp32) {
+  for (const char* file : {"unet3d_bn_op17_fp16io32.onnx", "unet3d_monai_op17_fp16io32.onnx"}) {
+    ir::Graph before = fixture_after(file, "fuse-concat-into-conv");
+    ir::Graph after = before;
+    fuse_output_cast(after);
+    EXPECT_EQ(count_ops(before, "Cast") - count_ops(after, "Cast"), 1) << file;
+    const int producer = after.producers()[static_cast<size_t>(after.outputs[0])];
+    ASSERT_GE(producer, 0) << file;
+    const ir::Node& last = after.nodes[static_cast<size_t>(producer)];
+    EXPECT_EQ(last.op_type, "FusedConv") << file;
+    EXPECT_EQ(last.attrs.get_int(kFusedCastTo, 0), 1) << file;
+    // The fused convolution skips the fp16 rounding the Cast widened: closer, not equal.
+    expect_same_outputs(before, after, {random_input({1, 1, 16, 16, 16}, 3)}, 1e-3, file);
+  }
+}
+
+// A Cast after anything but a convolution (unet3d_resize ends in Softmax) stays.
+TEST(FuseOutputCast, LeavesOtherCastsAlone) {
+  ir::Graph g = fixture_after("unet3d_resize_op17_fp16io32.onnx", "fuse-concat-into-conv");
+  const int casts = count_ops(g, "Cast");
+  fuse_output_cast(g);
+  EXPECT_EQ(count_ops(g, "Cast"), casts);
+}
+
 // torch's opset-11 export of softmax over channels: Transpose, Softmax(last axis), Transpose.
 TEST(FoldSoftmaxTransposes, FixtureUnetOpset11) {
   ir::Graph before = fixture_after("unet3d_resize_op11.onnx", "fuse-cast-islands");

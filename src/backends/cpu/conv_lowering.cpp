@@ -1,7 +1,7 @@
 // Conv, ConvTranspose and their voxrt.Fused* forms on the gemm kernels (backends/cpu/conv/).
-// Declined, so the reference runs them: dtypes other than f32 and f16 (or mixed), weights or bias
-// that are not constants, more than three spatial axes, and ConvTranspose with output_shape or SAME
-// padding.
+// Declined, so the reference runs them: dtypes other than f32 and f16 (or mixed, but for a
+// FusedConv's fp32 output from fp16 storage), weights or bias that are not constants, more than
+// three spatial axes, and ConvTranspose with output_shape or SAME padding.
 #include "backends/cpu/conv/conv_gemm.h"
 #include "backends/cpu/cpu_op.h"
 #include "backends/ref/ops/fused.h"
@@ -25,8 +25,12 @@ struct Accepted {
 bool accept(const LowerContext& ctx, Accepted& a) {
   const ir::Node& node = ctx.node;
   DType t = ctx.input_dtype(0);
+  // A FusedConv with an fp32 output from fp16 storage (its Cast fused) stores fp32 sums.
+  const bool f32_out = node.op_type == "FusedConv" && t == DType::f16 &&
+                       !node.outputs.empty() && node.outputs[0] >= 0 &&
+                       ctx.output_dtype(0) == DType::f32;
   if ((t != DType::f32 && t != DType::f16) || !node.has_input(1) || ctx.input_dtype(1) != t ||
-      node.outputs.empty() || node.outputs[0] < 0 || ctx.output_dtype(0) != t)
+      node.outputs.empty() || node.outputs[0] < 0 || (ctx.output_dtype(0) != t && !f32_out))
     return false;
   a.w = ctx.constant_input(1);
   if (!a.w || a.w->dtype() != t || a.w->rank() < 3 || a.w->rank() > 5) return false;

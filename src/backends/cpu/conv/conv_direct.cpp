@@ -428,6 +428,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));  // fp32 Y of fp16 storage
   // Small chunks: a slab ends at a barrier, so the last chunk decides when the next slab starts.
   auto parallel = [&](int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
     split_items(pool, n, fn, ceil_div(n, 16 * threads));
@@ -501,10 +502,11 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane + band.y0 * ow;
       const uint8_t* a = a_grp + mb * mr * steps * static_cast<int64_t>(ab);
       if (in_place) {
-        const int64_t at = (row0 + sg[0].out) * static_cast<int64_t>(es);
+        const int64_t at = row0 + sg[0].out;
         g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(sg[0].len),
-                  static_cast<size_t>(steps), a, b, offsets.data(), yb + at,
-                  static_cast<size_t>(s_out), params(m0, rb ? rb + at : nullptr));
+                  static_cast<size_t>(steps), a, b, offsets.data(), yb + at * ys,
+                  static_cast<size_t>(s_out),
+                  params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
         continue;
       }
       // Lanes scattered over several output rows: through a scratch tile.
@@ -516,15 +518,15 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                         static_cast<size_t>(sg[s].len) * es);
       g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps), a,
                 b, offsets.data(), tile_out, static_cast<size_t>(nr),
-                params(m0, rb ? tile_res : nullptr));
+                params(m0, rb ? tile_res : nullptr, y));
       for (int64_t i = 0; i < rows; ++i)
         for (size_t s = 0; s < strip.count; ++s)
-          std::memcpy(yb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
-                      tile_out + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
-                      static_cast<size_t>(sg[s].len) * es);
+          std::memcpy(yb + (row0 + i * s_out + sg[s].out) * ys,
+                      tile_out + (i * nr + sg[s].lane) * ys,
+                      static_cast<size_t>(sg[s].len * ys));
     }
   };
-  const size_t tile_bytes = static_cast<size_t>(mr * nr) * es;
+  const size_t tile_bytes = static_cast<size_t>(mr * nr * ys);
 
   if (per_thread) {
     // Items (batch item, group, output plane, band), each filled and computed by one thread.

@@ -261,10 +261,11 @@ std::string ConvGemm::kernel_names() const {
   return name;
 }
 
-GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual) const {
+GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual, const Tensor& y) const {
   GemmParams p;
   p.bias = bias_.empty() ? nullptr : bias_.data() + m0;
   p.residual = residual;
+  p.f32_out = y.dtype() != g_.storage;
   p.act = epilogue_.act;
   p.alpha = epilogue_.alpha;
   p.residual_after_act = epilogue_.residual_after_act;
@@ -273,6 +274,10 @@ GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual) const {
 
 void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                    const Tensor* residual, Tensor& y) const {
+  if (y.dtype() != g_.storage && y.dtype() != DType::f32)
+    throw Error("ConvGemm: output of dtype " + std::string(dtype_name(y.dtype())) +
+                " for storage " + std::string(dtype_name(g_.storage)) +
+                "; an output may differ from the storage only as fp32");
   if (x.batch() == 0 || win.out_size() == 0 || m_ == 0) return;
   if (pointwise(win)) {
     // Its tiles are packed straight from X's rows: parts are joined first (a 1x1 conv after a
@@ -314,6 +319,7 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));
   auto work = [&](int64_t begin, int64_t end) {
     PanelBuffer panel(packed_b_bytes(g_, cg_, tile_cols), ctx.scratch);
     for (int64_t item = begin; item < end; ++item) {
@@ -324,12 +330,12 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
       for (int64_t st = 0; st * nr < cols; ++st)
         for (int64_t mb = 0; mb < mblocks; ++mb) {
           const int64_t m0 = grp * mg + mb * mr;
-          const int64_t at = ((n * m_ + m0) * s + p0 + st * nr) * static_cast<int64_t>(es);
+          const int64_t at = (n * m_ + m0) * s + p0 + st * nr;
           g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)),
                      static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
                      a_.data() + grp * a_group_bytes_ + mb * mr * steps * ab,
-                     panel.data() + st * steps * nr * bb, offsets.data(), yb + at,
-                     static_cast<size_t>(s), params(m0, rb ? rb + at : nullptr));
+                     panel.data() + st * steps * nr * bb, offsets.data(), yb + at * ys,
+                     static_cast<size_t>(s), params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
         }
     }
   };
@@ -361,6 +367,7 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
 
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));
   auto work = [&](int64_t begin, int64_t end) {
     PanelBuffer panel(static_cast<size_t>(steps * tile_cols) * bb, ctx.scratch);
     std::vector<uint8_t> scratch(static_cast<size_t>(nr) * es);
@@ -383,10 +390,11 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
         const size_t nc = static_cast<size_t>(std::min(nr, cols - st * nr));
         for (int64_t mb = ms * mchunk; mb < mb_end; ++mb) {
           const int64_t m0 = grp * mg + mb * mr;
-          const int64_t at = ((n * m_ + m0) * s_out + p0 + st * nr) * static_cast<int64_t>(es);
+          const int64_t at = (n * m_ + m0) * s_out + p0 + st * nr;
           g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)), nc,
                      static_cast<size_t>(steps), a_grp + mb * mr * steps * ab, b, offsets.data(),
-                     yb + at, static_cast<size_t>(s_out), params(m0, rb ? rb + at : nullptr));
+                     yb + at * ys, static_cast<size_t>(s_out),
+                     params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
         }
       }
     }

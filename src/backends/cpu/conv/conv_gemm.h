@@ -99,7 +99,8 @@ class ConvGemm {
   ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
            ConvEpilogue epilogue);
   /// y = act(conv(x) + bias + residual). x, residual and y have the storage dtype and the shapes
-  /// the reference op inferred for `win`; residual may be null.
+  /// the reference op inferred for `win`; residual may be null. With fp16 storage, y may be fp32
+  /// (a Cast after the convolution, fused: the fp32 sums are never rounded to fp16).
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
            Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
@@ -122,7 +123,8 @@ class ConvGemm {
                      const Tensor* residual, Tensor& y) const;
   void run_packed(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                   const Tensor* residual, Tensor& y) const;
-  GemmParams params(int64_t m0, const uint8_t* residual) const;
+  // The epilogue of output rows from m0: fp32 stores where Y is fp32 and the storage fp16.
+  GemmParams params(int64_t m0, const uint8_t* residual, const Tensor& y) const;
   // Channels of a group in packs of the kernel's k_pack (the last one zero-padded): the gemm's
   // steps are (channel pack, tap) panel elements...
   int64_t packed_channels() const { return (cg_ + g_.k_pack - 1) / g_.k_pack; }

@@ -12,16 +12,18 @@ namespace {
 class FusedConvOp : public Op {
  public:
   FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual,
-              bool residual_after, int64_t parts)
+              bool residual_after, int64_t parts, bool f32_out)
       : conv_(std::move(conv)),
         epilogue_(epilogue),
         has_residual_(has_residual),
         residual_after_(residual_after),
-        parts_(parts) {}
+        parts_(parts),
+        f32_out_(f32_out) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     std::vector<DType> t = conv_->infer_types(conv_inputs(in, false));
     if (has_residual_ && in[3].dtype != t[0]) fail("residual input must have the output's dtype");
+    if (f32_out_) t[0] = DType::f32;
     return t;
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
@@ -102,6 +104,7 @@ class FusedConvOp : public Op {
   bool has_residual_;
   bool residual_after_;
   int64_t parts_;
+  bool f32_out_;  // Y is float32 (kFusedCastTo); the conv stores its sums into it unrounded
 };
 
 }  // namespace
@@ -128,6 +131,7 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   conv.attrs.items.erase("alpha");
   conv.attrs.items.erase("x_parts");
   conv.attrs.items.erase(kResidualAfterActivation);
+  conv.attrs.items.erase(kFusedCastTo);
   return conv;
 }
 
@@ -143,8 +147,13 @@ void register_fused_ops(OpRegistry& r) {
     if (c.node.op_type == "FusedConvTranspose" && (residual || parts != 1))
       c.fail("a fused ConvTranspose takes no residual and no parts of X");
     const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;
+    const bool f32_out = c.node.attrs.has(kFusedCastTo);
+    if (f32_out &&
+        (c.node.attrs.get_int(kFusedCastTo, 0) != 1 || c.node.op_type != "FusedConv"))
+      c.fail("a fused Cast ('to' = " + std::to_string(c.node.attrs.get_int(kFusedCastTo, 0)) +
+             ") must be to float32 (1), after a FusedConv");
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
-                                         residual, after, parts);
+                                         residual, after, parts, f32_out);
   };
   r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, factory);
   r.add(std::string(kInternalDomain) + ".FusedConvTranspose", 1, 21, factory);

@@ -2,6 +2,9 @@
 // with residual_after_activation = 1, y = activation(conv(x)) + residual (MONAI's residual units);
 // with x_parts = k > 1, X is the channel concatenation of input 0 and inputs 4 .. 2 + k (a
 // Concat fused into the convolution, which reads the parts in place).
+// With the int attribute `to` = 1 (ONNX's FLOAT, as Cast's `to`), Y is float32: the Cast to
+// float32 after the convolution fused, its result stored without rounding to X's dtype between
+// them (an fp16 model that keeps fp32 outputs); the residual keeps X's dtype.
 // voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B.
 #pragma once
 
@@ -11,6 +14,8 @@ namespace voxrt {
 
 /// FusedConv's int attribute: add the residual after the activation instead of before it.
 inline constexpr const char* kResidualAfterActivation = "residual_after_activation";
+/// FusedConv's int attribute: Y's dtype as ONNX codes it (1: float32), the Cast after it fused.
+inline constexpr const char* kFusedCastTo = "to";
 
 struct FusedEpilogue {
   enum class Kind { none, relu, leaky_relu };

@@ -36,7 +36,9 @@ struct GemmParams {
   Activation act = Activation::none;
   float alpha = 0.01f;  // LeakyRelu slope
   bool residual_after_act = false;
-  /// Store the raw fp32 sums (no bias, residual or activation) whatever the storage dtype.
+  /// Store fp32 whatever the storage dtype, through the same epilogue (the residual still of the
+  /// storage dtype). Without bias and activation, the raw sums (a ConvTranspose's overlapping
+  /// taps); with them, a convolution whose fp32 output a Cast would otherwise widen.
   bool f32_out = false;
 };
 

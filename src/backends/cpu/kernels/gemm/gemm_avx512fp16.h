@@ -68,10 +68,6 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
   }
 
   const bool full = nc == kNr;
-  if (p.f32_out) {
-    for (size_t i = 0; i < mr; ++i) std::memcpy(static_cast<float*>(c) + i * ldc, sum[i], nc * 4);
-    return;
-  }
   const __m512 alpha = _mm512_set1_ps(p.alpha);
   alignas(64) uint16_t tmp_out[kNr];
   alignas(64) uint16_t tmp_res[kNr];
@@ -94,10 +90,16 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
       if (!p.residual_after_act) v = _mm512_add_ps(v, r);
       v = activate(v, p.act, alpha);
       if (p.residual_after_act) v = _mm512_add_ps(v, r);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16 * j),
-                          _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      if (p.f32_out)  // kept in sum[i], copied out below
+        _mm512_store_ps(sum[i] + 16 * j, v);
+      else
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16 * j),
+                            _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
-    if (!full) std::memcpy(row, tmp_out, nc * 2);
+    if (p.f32_out)
+      std::memcpy(static_cast<float*>(c) + i * ldc, sum[i], nc * 4);
+    else if (!full)
+      std::memcpy(row, tmp_out, nc * 2);
   }
 }
 

@@ -14,24 +14,24 @@
 
 namespace voxrt::cpu::gemm_detail {
 
-template <class V, class Out, int MR, int NV>
+template <class V, class Out, class Res, int MR, int NV>
 inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, Out* c,
-                        size_t ldc, const float* bias, const Out* residual, Activation act,
+                        size_t ldc, const float* bias, const Res* residual, Activation act,
                         float alpha, bool residual_after_act) {
   using Vec = typename V::Vec;
   constexpr int NR = NV * V::W;
   const bool full = nc == NR;
   Out tmp_out[NR];
-  Out tmp_res[NR];
+  Res tmp_res[NR];
   const Vec slope = V::set1(alpha);
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     if (static_cast<size_t>(i) >= mr) break;
     Out* row = c + i * ldc;
-    const Out* res = residual ? residual + i * ldc : nullptr;
+    const Res* res = residual ? residual + i * ldc : nullptr;
     if (res && !full) {
       std::memset(tmp_res, 0, sizeof(tmp_res));
-      std::memcpy(tmp_res, res, nc * sizeof(Out));
+      std::memcpy(tmp_res, res, nc * sizeof(Res));
       res = tmp_res;
     }
     Out* dst = full ? row : tmp_out;
@@ -51,18 +51,20 @@ inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t 
   }
 }
 
-/// Stores fp32 sums of a tile as GemmParams asks: raw fp32, or through the epilogue as Out.
+/// Stores fp32 sums of a tile through the epilogue as GemmParams asks: as Out (the storage
+/// dtype), or as fp32 (f32_out); the residual is always Out.
 template <class V, class Out, int MR, int NV>
 inline void finish(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, void* c, size_t ldc,
                    const GemmParams& p) {
-  if (p.f32_out) {
-    finish_tile<V, float, MR, NV>(acc, mr, nc, static_cast<float*>(c), ldc, nullptr, nullptr,
-                                  Activation::none, 0.0f, false);
+  if (p.f32_out && !std::is_same_v<Out, float>) {
+    finish_tile<V, float, Out, MR, NV>(acc, mr, nc, static_cast<float*>(c), ldc, p.bias,
+                                       static_cast<const Out*>(p.residual), p.act, p.alpha,
+                                       p.residual_after_act);
     return;
   }
-  finish_tile<V, Out, MR, NV>(acc, mr, nc, static_cast<Out*>(c), ldc, p.bias,
-                              static_cast<const Out*>(p.residual), p.act, p.alpha,
-                              p.residual_after_act);
+  finish_tile<V, Out, Out, MR, NV>(acc, mr, nc, static_cast<Out*>(c), ldc, p.bias,
+                                   static_cast<const Out*>(p.residual), p.act, p.alpha,
+                                   p.residual_after_act);
 }
 
 /// Calls f(std::integral_constant<int, R>) with R = min(mr, MR): a tile short of rows (a head to
