@@ -36,7 +36,7 @@ std::vector<NamedTensor> random_inputs(const std::vector<std::pair<std::string, 
 /// the freed one back to the system: its last conv took 9.3 ms instead of 5.2).
 std::vector<NamedTensor> output_buffers(const std::vector<std::pair<std::string, Shape>>& bound,
                                         const Session& s);
-/// Peak resident memory of this process in bytes.
+/// Peak resident memory of this program in bytes (since its exec).
 int64_t peak_rss_bytes();
 /// Resident pages of files mapped into this process (its code and the libraries'), in bytes;
 /// -1 where the system does not say (Linux's /proc/self/status RssFile). They are the same
