@@ -21,6 +21,7 @@ const std::vector<ResizeCase>& cases() {
       {{1, 2, 11}, {1, 1, 2.5f}},                  // 1D
       {{1, 2, 5, 6, 7}, {}, {1, 2, 9, 4, 19}},     // sizes
       {{1, 1, 1, 1, 3}, {1, 1, 2, 2, 2}},          // smaller than a vector
+      {{1, 2, 3, 9, 1}, {1, 1, 2, 2, 2}},          // one column
   };
   return c;
 }
