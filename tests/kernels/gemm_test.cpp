@@ -243,6 +243,29 @@ TEST(GemmTable, PairConvertMatchesTwoMemberConverts) {
   if (rows == 0) GTEST_SKIP() << "no row with pair converts runs on this CPU";
 }
 
+// The consecutive-values convert against rounding each value alone (to nearest even), whatever
+// n's tail against the 32 values a step converts. Poisoned past n, to see writes outside it.
+TEST(GemmTable, ValuesConvertRoundsEachValueInPlace) {
+  std::mt19937 rng(31);
+  int rows = 0;
+  for (const GemmKernel& g : gemm_kernels()) {
+    if (!g.to_bf16_values) continue;
+    ASSERT_EQ(g.b_panel, PanelType::bf16_pair) << g.name;
+    if (cpu_features().detected < g.isa) continue;
+    ++rows;
+    for (size_t n : {1, 15, 16, 17, 31, 32, 33, 49, 100}) {
+      std::vector<uint8_t> src = random_storage(g.storage, static_cast<int64_t>(n), rng, -3, 3);
+      std::vector<uint16_t> got(n + 5, 0x5a5a), want = got;
+      for (size_t i = 0; i < n; ++i)
+        want[i] =
+            float_to_bf16(static_cast<float>(load(g.storage, src.data(), static_cast<int64_t>(i))));
+      g.to_bf16_values(src.data(), got.data(), n);
+      EXPECT_EQ(got, want) << g.name << " n=" << n;
+    }
+  }
+  if (rows == 0) GTEST_SKIP() << "no row with the values convert runs on this CPU";
+}
+
 // The stride-2 split converts against the pair converts of the gathered even and odd columns.
 TEST(GemmTable, PairSplitMatchesPairConvertsOfEvenAndOddColumns) {
   std::mt19937 rng(29);

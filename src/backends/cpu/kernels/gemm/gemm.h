@@ -87,6 +87,10 @@ struct GemmKernel {
   PanelConvert to_panel;
   PanelConvertPair to_panel_pair = nullptr;             // rows with k_pack = 2
   PanelConvertPairSplit to_panel_pair_split = nullptr;  // rows with k_pack = 2
+  /// Rows with bf16_pair panels: n values into n consecutive bf16 values at dst, so that
+  /// consecutive values pair up as elements (a row's columns 2j and 2j + 1 in element j: width
+  /// tap pairs at width stride 2).
+  PanelConvert to_bf16_values = nullptr;
 };
 
 /// Rows whose products are of bfloat16-rounded operands (FpMath::bf16 only).

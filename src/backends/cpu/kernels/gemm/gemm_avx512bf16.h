@@ -62,6 +62,23 @@ inline void to_bf16_member(const void* src, void* dst, size_t n, size_t src_byte
   }
 }
 
+/// n values, widened by `widen` 16 at a time, into n consecutive bf16 values at dst (to nearest
+/// even): consecutive values pair up as the members of bf16_pair elements.
+template <class Widen>
+inline void to_bf16_values(const void* src, void* dst, size_t n, size_t src_bytes, Widen widen) {
+  const uint8_t* s = static_cast<const uint8_t*>(src);
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  for (size_t j = 0; j < n; j += 32) {
+    const size_t left = n - j < 32 ? n - j : 32;
+    const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffffu : (1u << left) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(left <= 16 ? 0u : (1u << (left - 16)) - 1);
+    const __m512 lo = widen(s + j * src_bytes, m0);
+    const __m512 hi = m1 ? widen(s + (j + 16) * src_bytes, m1) : _mm512_setzero_ps();
+    const __mmask32 out = static_cast<__mmask32>(left == 32 ? 0xffffffffu : (1u << left) - 1);
+    _mm512_mask_storeu_epi16(d + j, out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+}
+
 /// Stores 16 bf16_pair elements at dst (those of `mask`): low halves rounded from `lo`, high
 /// halves from `hi` (to nearest even).
 inline void store_bf16_pairs(uint32_t* dst, __mmask16 mask, __m512 lo, __m512 hi) {

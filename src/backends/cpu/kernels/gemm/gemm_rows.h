@@ -45,6 +45,9 @@ void f16_to_f32_panel_avx512(const void* src, void* dst, size_t n);
 // Into the low half of n consecutive 32-bit words at dst (one member of bf16_pair elements).
 void f32_to_bf16_member_avx512bf16(const void* src, void* dst, size_t n);
 void f16_to_bf16_member_avx512bf16(const void* src, void* dst, size_t n);
+// n consecutive bf16 values (GemmKernel::to_bf16_values).
+void f32_to_bf16_values_avx512bf16(const void* src, void* dst, size_t n);
+void f16_to_bf16_values_avx512bf16(const void* src, void* dst, size_t n);
 // Both members of n bf16_pair elements (PanelConvertPair).
 void f32_to_bf16_pair_avx512bf16(const void* first, const void* second, void* dst, size_t n);
 void f16_to_bf16_pair_avx512bf16(const void* first, const void* second, void* dst, size_t n);
