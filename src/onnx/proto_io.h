@@ -10,7 +10,8 @@
 
 namespace voxrt::onnx_io {
 
-/// Parses a serialized ModelProto; throws voxrt::Error naming `model_name` if the bytes are not one.
+/// Parses a serialized ModelProto; throws voxrt::Error naming `model_name` if the bytes are not
+/// one.
 onnx::ModelProto parse_model(const void* bytes, size_t size, const std::string& model_name);
 /// Reads a whole file into memory; throws voxrt::Error if it cannot.
 std::string read_file(const std::string& path);

@@ -8,20 +8,20 @@ namespace {
 
 struct ResizeCase {
   Shape x{};
-  std::vector<float> scales{};   // empty: sizes
+  std::vector<float> scales{};  // empty: sizes
   std::vector<int64_t> sizes{};
 };
 
 const std::vector<ResizeCase>& cases() {
   static const std::vector<ResizeCase> c = {
-      {{1, 3, 4, 5, 6}, {1, 1, 2, 2, 2}},          // the UNet decoder's 2x
-      {{1, 2, 7, 9, 37}, {1, 1, 2, 2, 2}},         // rows of several vectors, odd sizes
-      {{2, 3, 6, 67}, {1, 1, 2, 2}},               // 2D
-      {{1, 2, 5, 6, 7}, {1, 1, 1.5f, 0.5f, 3}},    // mixed up- and downsampling
-      {{1, 2, 11}, {1, 1, 2.5f}},                  // 1D
-      {{1, 2, 5, 6, 7}, {}, {1, 2, 9, 4, 19}},     // sizes
-      {{1, 1, 1, 1, 3}, {1, 1, 2, 2, 2}},          // smaller than a vector
-      {{1, 2, 3, 9, 1}, {1, 1, 2, 2, 2}},          // one column
+      {{1, 3, 4, 5, 6}, {1, 1, 2, 2, 2}},        // the UNet decoder's 2x
+      {{1, 2, 7, 9, 37}, {1, 1, 2, 2, 2}},       // rows of several vectors, odd sizes
+      {{2, 3, 6, 67}, {1, 1, 2, 2}},             // 2D
+      {{1, 2, 5, 6, 7}, {1, 1, 1.5f, 0.5f, 3}},  // mixed up- and downsampling
+      {{1, 2, 11}, {1, 1, 2.5f}},                // 1D
+      {{1, 2, 5, 6, 7}, {}, {1, 2, 9, 4, 19}},   // sizes
+      {{1, 1, 1, 1, 3}, {1, 1, 2, 2, 2}},        // smaller than a vector
+      {{1, 2, 3, 9, 1}, {1, 1, 2, 2, 2}},        // one column
   };
   return c;
 }
@@ -56,8 +56,8 @@ TEST_P(Resize, Linear) {
         n.output("y");
         CpuRun r = n.run(GetParam());
         EXPECT_NE(r.kernel, "ref");
-        EXPECT_LT(r.error, tolerance(t)) << coord << " " << dtype_name(t) << " " << shape_str(c.x)
-                                         << " " << r.kernel;
+        EXPECT_LT(r.error, tolerance(t))
+            << coord << " " << dtype_name(t) << " " << shape_str(c.x) << " " << r.kernel;
       }
 }
 

@@ -66,7 +66,8 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(v);
   }
-  static void attr_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  static void attr_ints(onnx::NodeProto& n, const std::string& name,
+                        const std::vector<int64_t>& v) {
     auto* a = n.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);
@@ -97,8 +98,10 @@ class ModelBuilder {
     auto* shape = tt->mutable_shape();
     for (const auto& d : dims) {
       auto* dim = shape->add_dim();
-      if (std::holds_alternative<int64_t>(d)) dim->set_dim_value(std::get<int64_t>(d));
-      else dim->set_dim_param(std::get<std::string>(d));
+      if (std::holds_alternative<int64_t>(d))
+        dim->set_dim_value(std::get<int64_t>(d));
+      else
+        dim->set_dim_param(std::get<std::string>(d));
     }
   }
   onnx::ModelProto model_;

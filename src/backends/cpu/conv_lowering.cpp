@@ -26,9 +26,8 @@ bool accept(const LowerContext& ctx, Accepted& a) {
   const ir::Node& node = ctx.node;
   DType t = ctx.input_dtype(0);
   // A FusedConv with an fp32 output from fp16 storage (its Cast fused) stores fp32 sums.
-  const bool f32_out = node.op_type == "FusedConv" && t == DType::f16 &&
-                       !node.outputs.empty() && node.outputs[0] >= 0 &&
-                       ctx.output_dtype(0) == DType::f32;
+  const bool f32_out = node.op_type == "FusedConv" && t == DType::f16 && !node.outputs.empty() &&
+                       node.outputs[0] >= 0 && ctx.output_dtype(0) == DType::f32;
   if ((t != DType::f32 && t != DType::f16) || !node.has_input(1) || ctx.input_dtype(1) != t ||
       node.outputs.empty() || node.outputs[0] < 0 || (ctx.output_dtype(0) != t && !f32_out))
     return false;

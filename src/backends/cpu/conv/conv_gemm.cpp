@@ -335,7 +335,8 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
                      static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
                      a_.data() + grp * a_group_bytes_ + mb * mr * steps * ab,
                      panel.data() + st * steps * nr * bb, offsets.data(), yb + at * ys,
-                     static_cast<size_t>(s), params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
+                     static_cast<size_t>(s),
+                     params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
         }
     }
   };

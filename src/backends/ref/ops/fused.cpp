@@ -148,8 +148,7 @@ void register_fused_ops(OpRegistry& r) {
       c.fail("a fused ConvTranspose takes no residual and no parts of X");
     const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;
     const bool f32_out = c.node.attrs.has(kFusedCastTo);
-    if (f32_out &&
-        (c.node.attrs.get_int(kFusedCastTo, 0) != 1 || c.node.op_type != "FusedConv"))
+    if (f32_out && (c.node.attrs.get_int(kFusedCastTo, 0) != 1 || c.node.op_type != "FusedConv"))
       c.fail("a fused Cast ('to' = " + std::to_string(c.node.attrs.get_int(kFusedCastTo, 0)) +
              ") must be to float32 (1), after a FusedConv");
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
