@@ -23,6 +23,7 @@ inline void bf16_dot_tile(size_t mr, size_t nc, size_t k, const void* a_panel, c
   using V = Avx512;
   with_rows<MR>(mr, [&](auto rows) {
     constexpr int R = decltype(rows)::value;
+    prefetch_residual<V, R, NV * V::W, Out>(p, ldc);
     const int32_t* a = static_cast<const int32_t*>(a_panel);
     const uint32_t* b_rows = static_cast<const uint32_t*>(b_base);
     __m512 acc[R][NV];

@@ -37,6 +37,10 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
   constexpr int kNr = 64;
   const uint32_t* a = static_cast<const uint32_t*>(a_panel);
   const _Float16* b_rows = static_cast<const _Float16*>(b_base);
+  if (p.residual)  // the epilogue's residual rows, asked for before the k loop (gemm_tile.h)
+    for (int i = 0; i < kMr; ++i)
+      for (size_t b = 0; b < kNr * 2 + 63; b += 64)
+        __builtin_prefetch(static_cast<const char*>(p.residual) + i * ldc * 2 + b);
   alignas(64) float sum[kMr][kNr];
   std::memset(sum, 0, sizeof(sum));
   size_t s = 0;
