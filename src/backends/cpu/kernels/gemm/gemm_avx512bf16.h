@@ -63,6 +63,17 @@ inline void to_bf16_member(const void* src, void* dst, size_t n, size_t src_byte
   }
 }
 
+/// The first `count` (at most 32) values at p, widened by `widen` 16 at a time: values 0-15 in
+/// `lo`, 16-31 in `hi`, zeros past count (nothing read there).
+template <class Widen>
+inline void widen_32(const uint8_t* p, size_t count, size_t src_bytes, Widen widen, __m512& lo,
+                     __m512& hi) {
+  const __mmask16 m0 = static_cast<__mmask16>(count >= 16 ? 0xffffu : (1u << count) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(count <= 16 ? 0u : (1u << (count - 16)) - 1);
+  lo = widen(p, m0);
+  hi = m1 ? widen(p + 16 * src_bytes, m1) : _mm512_setzero_ps();
+}
+
 /// n values, widened by `widen` 16 at a time, into n consecutive bf16 values at dst (to nearest
 /// even): consecutive values pair up as the members of bf16_pair elements.
 template <class Widen>
@@ -71,10 +82,8 @@ inline void to_bf16_values(const void* src, void* dst, size_t n, size_t src_byte
   uint16_t* d = static_cast<uint16_t*>(dst);
   for (size_t j = 0; j < n; j += 32) {
     const size_t left = n - j < 32 ? n - j : 32;
-    const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffffu : (1u << left) - 1);
-    const __mmask16 m1 = static_cast<__mmask16>(left <= 16 ? 0u : (1u << (left - 16)) - 1);
-    const __m512 lo = widen(s + j * src_bytes, m0);
-    const __m512 hi = m1 ? widen(s + (j + 16) * src_bytes, m1) : _mm512_setzero_ps();
+    __m512 lo, hi;
+    widen_32(s + j * src_bytes, left, src_bytes, widen, lo, hi);
     const __mmask32 out = static_cast<__mmask32>(left == 32 ? 0xffffffffu : (1u << left) - 1);
     _mm512_mask_storeu_epi16(d + j, out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
   }
@@ -126,13 +135,11 @@ inline void to_bf16_pair_split(const void* first, const void* second, void* even
   const __m512i pick_even = _mm512_load_si512(kEven), pick_odd = _mm512_load_si512(kOdd);
   for (size_t j = 0; j < n; j += 16) {
     // Columns 2j .. 2j + 31: 2 * left of them are read.
-    const size_t left = n - j < 16 ? n - j : 16, cols = 2 * left;
-    const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xffffu : (1u << cols) - 1);
-    const __mmask16 m1 = static_cast<__mmask16>(cols <= 16 ? 0u : (1u << (cols - 16)) - 1);
+    const size_t left = n - j < 16 ? n - j : 16;
     const __mmask16 out = static_cast<__mmask16>((1u << left) - 1);
     auto split = [&](const uint8_t* row, __m512& e, __m512& o) {
-      const __m512 a = widen(row + 2 * j * src_bytes, m0);
-      const __m512 b = m1 ? widen(row + (2 * j + 16) * src_bytes, m1) : _mm512_setzero_ps();
+      __m512 a, b;
+      widen_32(row + 2 * j * src_bytes, 2 * left, src_bytes, widen, a, b);
       e = _mm512_permutex2var_ps(a, pick_even, b);
       o = _mm512_permutex2var_ps(a, pick_odd, b);
     };
