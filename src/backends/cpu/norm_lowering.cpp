@@ -38,6 +38,25 @@ float sampled_mean(const char* x, DType t, int64_t n) {
   return samples > 0 ? static_cast<float>(s / static_cast<double>(samples)) : 0.0f;
 }
 
+// y = act((x - mean) * a + bias) as the arguments of EltwiseKernels::affine. Where the mean is
+// within `fold_limit` standard deviations of zero (rstd: 1 / std), the mean folds into the
+// bias, (x * a + (bias - mean * a)), one operation less per vector: the fold adds about
+// |mean| * rstd * 1.2e-7 of the output's scale (a and the folded bias each rounded to float), so
+// the limit keeps that under 1e-6 for fp32 storage and near 1e-5 for fp16, whose own rounding is
+// 2.4e-4. Otherwise the mean is subtracted first, as a float plus the part float lost of it
+// moved into the bias, so |mean| >> std keeps its precision.
+struct AffineArgs {
+  float shift, scale, bias;
+};
+AffineArgs affine_args(double mean, double rstd, double a, double bias, DType t) {
+  const double fold_limit = t == DType::f16 ? 64.0 : 8.0;
+  if (std::abs(mean) * rstd <= fold_limit)
+    return {0.0f, static_cast<float>(a), static_cast<float>(bias - mean * a)};
+  const float mean_hi = static_cast<float>(mean);
+  return {mean_hi, static_cast<float>(a),
+          static_cast<float>(bias - (mean - static_cast<double>(mean_hi)) * a)};
+}
+
 class NormCpuOp : public CpuOp {
  public:
   NormCpuOp(std::unique_ptr<Op> ref, NormConfig c, const EltwiseKernels* e, const ReduceKernels* r)
@@ -58,9 +77,11 @@ class NormCpuOp : public CpuOp {
     if (c_.kind == NormKind::batch) {
       std::vector<double> mean = ref::to_f64(*in[3]), var = ref::to_f64(*in[4]);
       for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
-        shift[k] = static_cast<float>(mean[k]);
-        mul[k] = static_cast<float>(scale[k] / std::sqrt(var[k] + c_.epsilon));
-        add[k] = static_cast<float>(bias[k]);
+        const double rstd = 1.0 / std::sqrt(var[k] + c_.epsilon);
+        const AffineArgs f = affine_args(mean[k], rstd, scale[k] * rstd, bias[k], x.dtype());
+        shift[k] = f.shift;
+        mul[k] = f.scale;
+        add[k] = f.bias;
       }
       parallel_rows(ctx, n * c, s, kChunkElems, [&](int64_t r, int64_t b, int64_t e) {
         size_t k = static_cast<size_t>(r % c);
@@ -104,12 +125,9 @@ class NormCpuOp : public CpuOp {
         int64_t ch = r % c, g = ch / cg;
         size_t b = static_cast<size_t>(rr / cg);
         size_t p = static_cast<size_t>(c_.per_group_affine ? g : ch);
-        // The mean as float plus what float lost of it, so |x| >> std keeps its precision.
-        double a = scale[p] * rstd[b];
-        float mean_hi = static_cast<float>(mean[b]);
-        float add_b = static_cast<float>(bias[p] - (mean[b] - static_cast<double>(mean_hi)) * a);
+        const AffineArgs f = affine_args(mean[b], rstd[b], scale[p] * rstd[b], bias[p], x.dtype());
         int64_t at = (r * s + i0) * static_cast<int64_t>(es);
-        elt_->affine(xp + at, yp + at, i1 - i0, mean_hi, static_cast<float>(a), add_b, c_.act);
+        elt_->affine(xp + at, yp + at, i1 - i0, f.shift, f.scale, f.bias, c_.act);
       });
     }
   }

@@ -65,10 +65,15 @@ struct EltwiseImpl {
     with_act(p.act, [&]<Act A>() {
       ActVec<S> pv(p);
       V sh = S::set1(shift), sc = S::set1(scale), b = S::set1(bias);
-      for_vectors<S>(n, [&](int64_t i, int c) {
-        V v = S::fmadd(S::sub(load_n<S>(x + i, c), sh), sc, b);
-        store_n<S>(y + i, activate<S, A>(v, pv), c);
-      });
+      if (shift == 0.0f)  // x - 0 is x, -0 and NaN included: one operation less per vector
+        for_vectors<S>(n, [&](int64_t i, int c) {
+          store_n<S>(y + i, activate<S, A>(S::fmadd(load_n<S>(x + i, c), sc, b), pv), c);
+        });
+      else
+        for_vectors<S>(n, [&](int64_t i, int c) {
+          V v = S::fmadd(S::sub(load_n<S>(x + i, c), sh), sc, b);
+          store_n<S>(y + i, activate<S, A>(v, pv), c);
+        });
     });
   }
 
