@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "core/half.h"
 
 namespace voxrt::volume {
@@ -18,6 +19,18 @@ std::vector<int64_t> axis_map(const PatchPlan& p, size_t axis, int64_t start, bo
     m[static_cast<size_t>(i)] = source_index(q, g.pad_before[axis], g.size[axis], p.pad_mode);
   }
   return m;
+}
+
+// The normalized value of one voxel, as both forms compute it.
+inline float normalized(float v, const ChannelNorm& n) {
+  return (std::min(std::max(v, n.low), n.high) - n.mean) / n.std;
+}
+
+// Whether `m` reads a contiguous run of the row in order: no padding, no flip.
+bool contiguous(const std::vector<int64_t>& m) {
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[0] < 0 || m[i] != m[0] + static_cast<int64_t>(i)) return false;
+  return true;
 }
 
 template <class Store>
@@ -46,8 +59,7 @@ void cut(const PatchPlan& p, const float* volume, int64_t item, Store store) {
             store(k++, p.pad_value);
             continue;
           }
-          float v = std::min(std::max(row[m2], n.low), n.high);
-          store(k++, (v - n.mean) / n.std);
+          store(k++, normalized(row[m2], n));
         }
       }
   }
@@ -92,6 +104,91 @@ void blend(const PatchPlan& p, int64_t item, Load load, float* sums, float* weig
 }  // namespace
 
 void cut_patch(const PatchPlan& p, const float* volume, int64_t item, DType dst_type, void* dst) {
+  const WindowGrid& g = p.grid;
+  const auto nv = static_cast<int64_t>(p.variants.size());
+  const Index3 s = g.start(item / nv);
+  const unsigned flip = p.variants[static_cast<size_t>(item % nv)];
+  std::array<std::vector<int64_t>, 3> map;
+  for (size_t a = 0; a < 3; ++a) map[a] = axis_map(p, a, s[a], (flip >> a) & 1u);
+  const int64_t d1 = g.size[1], d2 = g.size[2], p2 = g.patch[2];
+  const int64_t plane = g.size[0] * d1 * d2;
+  const bool run = contiguous(map[2]);
+  const bool f16 = dst_type == DType::f16;
+  const cpu::CastKernels& cast = cpu::cast_kernels(p.isa);
+  std::vector<float> staging(f16 ? static_cast<size_t>(p2) : 0);
+  int64_t k = 0;
+  for (int64_t c = 0; c < p.channels; ++c) {
+    const ChannelNorm n = p.norm[static_cast<size_t>(c)];
+    const float* vol = volume + c * plane;
+    for (int64_t m0 : map[0])
+      for (int64_t m1 : map[1]) {
+        float* __restrict out = f16 ? staging.data() : static_cast<float*>(dst) + k;
+        if (m0 < 0 || m1 < 0) {
+          std::fill(out, out + p2, p.pad_value);
+        } else if (run) {
+          const float* __restrict row = vol + (m0 * d1 + m1) * d2 + map[2][0];
+          for (int64_t i = 0; i < p2; ++i) out[i] = normalized(row[i], n);
+        } else {
+          const float* row = vol + (m0 * d1 + m1) * d2;
+          for (int64_t i = 0; i < p2; ++i) {
+            const int64_t m2 = map[2][static_cast<size_t>(i)];
+            out[i] = m2 < 0 ? p.pad_value : normalized(row[m2], n);
+          }
+        }
+        if (f16) cast.f32_to_f16(out, static_cast<uint16_t*>(dst) + k, p2);
+        k += p2;
+      }
+  }
+}
+
+void blend_patch(const PatchPlan& p, int64_t item, DType out_type, const void* out, float* sums,
+                 float* weight_sums) {
+  const WindowGrid& g = p.grid;
+  const auto nv = static_cast<int64_t>(p.variants.size());
+  const Index3 s = g.start(item / nv);
+  const unsigned flip = p.variants[static_cast<size_t>(item % nv)];
+  const float share = 1.0f / static_cast<float>(nv);
+  Index3 lo, hi;  // patch positions that land inside the volume
+  for (size_t a = 0; a < 3; ++a) {
+    const int64_t first = s[a] - g.pad_before[a];
+    lo[a] = std::max<int64_t>(0, -first);
+    hi[a] = std::min(g.patch[a], g.size[a] - first);
+  }
+  const int64_t p0 = g.patch[0], p1 = g.patch[1], p2 = g.patch[2];
+  const int64_t d1 = g.size[1], d2 = g.size[2], plane = g.size[0] * d1 * d2;
+  auto src = [&](size_t a, int64_t i) { return ((flip >> a) & 1u) ? g.patch[a] - 1 - i : i; };
+  const bool f16 = out_type == DType::f16, flip2 = (flip >> 2) & 1u;
+  const cpu::CastKernels& cast = cpu::cast_kernels(p.isa);
+  // A row of the output in float32, reversed where the last axis is flipped.
+  std::vector<float> staging(static_cast<size_t>(p2));
+  // Row by row, every class of a row before the next, so the row's weights are read once.
+  for (int64_t i0 = lo[0]; i0 < hi[0]; ++i0)
+    for (int64_t i1 = lo[1]; i1 < hi[1]; ++i1) {
+      const float* __restrict w = p.weights.data() + (i0 * p1 + i1) * p2;
+      const int64_t t = ((s[0] - g.pad_before[0] + i0) * d1 + s[1] - g.pad_before[1] + i1) * d2 +
+                        s[2] - g.pad_before[2];
+      for (int64_t k = 0; k < p.classes; ++k) {
+        const int64_t o = ((k * p0 + src(0, i0)) * p1 + src(1, i1)) * p2;
+        const float* v = f16 ? staging.data() : static_cast<const float*>(out) + o;
+        if (f16) cast.f16_to_f32(static_cast<const uint16_t*>(out) + o, staging.data(), p2);
+        if (flip2) {
+          if (!f16) std::copy(v, v + p2, staging.begin());
+          std::reverse(staging.begin(), staging.end());
+          v = staging.data();
+        }
+        float* __restrict a = sums + k * plane + t;
+        const float* __restrict x = v;
+        for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2) a[i2] += w[i2] * share * x[i2];
+      }
+      if (flip == 0) {
+        float* __restrict ws = weight_sums + t;
+        for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2) ws[i2] += w[i2];
+      }
+    }
+}
+
+void cut_patch_reference(const PatchPlan& p, const float* volume, int64_t item, DType dst_type,
+                         void* dst) {
   if (dst_type == DType::f16) {
     auto* d = static_cast<uint16_t*>(dst);
     cut(p, volume, item, [d](int64_t k, float v) { d[k] = float_to_half(v); });
@@ -101,8 +198,8 @@ void cut_patch(const PatchPlan& p, const float* volume, int64_t item, DType dst_
   }
 }
 
-void blend_patch(const PatchPlan& p, int64_t item, DType out_type, const void* out, float* sums,
-                 float* weight_sums) {
+void blend_patch_reference(const PatchPlan& p, int64_t item, DType out_type, const void* out,
+                           float* sums, float* weight_sums) {
   if (out_type == DType::f16) {
     const auto* o = static_cast<const uint16_t*>(out);
     blend(
