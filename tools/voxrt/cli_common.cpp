@@ -1,11 +1,14 @@
 #include "cli_common.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
+#include <utility>
 
 #include "core/half.h"
 
@@ -164,6 +167,26 @@ int64_t peak_rss_bytes() {
 
 int64_t file_rss_bytes() {
   return status_bytes("RssFile");
+}
+
+int physical_cores() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return 1;
+  std::set<std::pair<int, int>> cores;  // (package, core)
+  int cpus = 0;
+  bool topology = true;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &mask)) continue;
+    ++cpus;
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    std::ifstream package(dir + "physical_package_id"), core(dir + "core_id");
+    int p = -1, k = -1;
+    if (!(package >> p) || !(core >> k)) topology = false;
+    cores.insert({p, k});
+  }
+  const int n = topology ? static_cast<int>(cores.size()) : cpus;
+  return std::max(1, n);
 }
 
 }  // namespace voxrt::cli

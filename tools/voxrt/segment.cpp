@@ -146,7 +146,10 @@ CLI::App* add_segment_command(CLI::App& app, SegmentArgs& a) {
   c->add_option("--mirror", a.mirror, "test-time mirroring along these NIfTI axes, e.g. ijk or ij");
   c->add_option("--precision", a.precision, kPrecisionHelp)
       ->check(CLI::IsMember(precision_names()));
-  c->add_option("--threads", a.threads, "worker threads of the network")->check(CLI::Range(1, 256));
+  c->add_option("--threads", a.threads,
+                "worker threads of the network (default: one per physical core this process may "
+                "run on)")
+      ->check(CLI::Range(1, 256));
   c->add_option("--labels-dtype", a.labels_dtype, "uint8 or uint16");
   c->add_option("--probabilities", a.probabilities,
                 "also write per-class probabilities: a 4D .nii/.nii.gz (float32), or .npy "
@@ -172,7 +175,7 @@ int cmd_segment(const SegmentArgs& a) {
   bool ijk = lookup<bool>(a.axis_order, {{"kji", false}, {"ijk", true}}, "--axis-order");
   SessionOptions so;
   apply_precision(a.precision, so);
-  so.threads = a.threads;
+  so.threads = a.threads > 0 ? a.threads : physical_cores();
   Clock::time_point t_load = Clock::now();
   Session session(a.model, so);
   double load_s = seconds_since(t_load);
@@ -252,13 +255,14 @@ int cmd_segment(const SegmentArgs& a) {
   std::printf(
       "segmented %s (%lldx%lldx%lld, %lld channel%s, %lld classes): %lld patches of "
       "%lldx%lldx%lld, "
-      "%lld network inputs in %lld runs of up to %d\n",
+      "%lld network inputs in %lld runs of up to %d on %d network thread%s\n",
       a.input.c_str(), static_cast<long long>(volume.dim(1)), static_cast<long long>(volume.dim(2)),
       static_cast<long long>(volume.dim(3)), static_cast<long long>(volume.dim(0)),
       volume.dim(0) > 1 ? "s" : "", static_cast<long long>(s.classes),
       static_cast<long long>(s.patches), static_cast<long long>(s.patch[0]),
       static_cast<long long>(s.patch[1]), static_cast<long long>(s.patch[2]),
-      static_cast<long long>(s.network_inputs), static_cast<long long>(s.network_runs), s.batch);
+      static_cast<long long>(s.network_inputs), static_cast<long long>(s.network_runs), s.batch,
+      so.threads, so.threads > 1 ? "s" : "");
   std::printf(
       "model load %.2f s (not counted); read %.2f s, prepare %.2f s, cut %.2f s and blend %.2f s "
       "(threads beside the network), finish %.2f s, write %.2f s; accumulation buffer %s; peak RSS "

@@ -10,7 +10,8 @@ namespace voxrt::cli {
 struct SegmentArgs {
   std::string model, input, output;
   std::string patch, overlap = "0.5", sigma = "0.125", mirror;
-  int batch = 1, threads = 1;
+  int batch = 1;
+  int threads = 0;  // 0: one per physical core (physical_cores())
   std::string blend = "gaussian", pad = "constant";
   float pad_value = 0;
   std::string precision = "model";
