@@ -98,9 +98,10 @@ void copy_strided(const uint8_t* src, int64_t n, size_t es, uint8_t* dst, int64_
   }
 }
 
-// dst[2j] = a[j], dst[2j + 1] = b[j]: the two taps of a kernel-2 stride-2 width axis.
+// dst[2j] = a[j], dst[2j + 1] = b[j]: the two taps of a kernel-2 stride-2 width axis. The
+// phases come from a tile or strip buffer, never the output.
 template <class T>
-void interleave(const T* a, const T* b, int64_t n, T* dst) {
+void interleave(const T* __restrict a, const T* __restrict b, int64_t n, T* __restrict dst) {
   for (int64_t j = 0; j < n; ++j) {
     dst[2 * j] = a[j];
     dst[2 * j + 1] = b[j];
