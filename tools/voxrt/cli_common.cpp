@@ -4,7 +4,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <set>
@@ -169,6 +171,44 @@ int64_t file_rss_bytes() {
   return status_bytes("RssFile");
 }
 
+namespace {
+
+// Whole CPUs of this process's cgroup CPU quota (v2 cpu.max, v1 cpu.cfs_quota_us over
+// cpu.cfs_period_us), rounded up; 0 where there is none or it cannot be read. A container
+// started with --cpus=2 on a large host sees every CPU in its affinity mask.
+int cgroup_cpu_quota() {
+  std::ifstream groups("/proc/self/cgroup");
+  std::string line, v1, v2;
+  while (std::getline(groups, line)) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
+    const std::string path = line.substr(b + 1);
+    if (line.compare(0, a, "0") == 0 && b == a + 1) v2 = path;
+    if (controllers.find(",cpu,") != std::string::npos) v1 = path;
+  }
+  auto whole = [](double quota, double period) {
+    return quota > 0 && period > 0 ? static_cast<int>(std::ceil(quota / period)) : 0;
+  };
+  // The process's own group, then the hierarchy's root: a container's namespace shows the
+  // host's path in /proc/self/cgroup but mounts its own group at the root.
+  for (const std::string& dir : {"/sys/fs/cgroup/cpu" + v1, std::string("/sys/fs/cgroup/cpu")}) {
+    std::ifstream q(dir + "/cpu.cfs_quota_us"), p(dir + "/cpu.cfs_period_us");
+    double quota = 0, period = 0;
+    if (!v1.empty() && q >> quota && p >> period) return whole(quota, period);
+  }
+  for (const std::string& dir : {"/sys/fs/cgroup" + v2, std::string("/sys/fs/cgroup")}) {
+    std::ifstream max(dir + "/cpu.max");
+    std::string quota;
+    double period = 0;
+    if (!v2.empty() && max >> quota >> period)
+      return quota == "max" ? 0 : whole(std::atof(quota.c_str()), period);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int physical_cores() {
   cpu_set_t mask;
   CPU_ZERO(&mask);
@@ -185,7 +225,8 @@ int physical_cores() {
     if (!(package >> p) || !(core >> k)) topology = false;
     cores.insert({p, k});
   }
-  const int n = topology ? static_cast<int>(cores.size()) : cpus;
+  int n = topology ? static_cast<int>(cores.size()) : cpus;
+  if (const int quota = cgroup_cpu_quota(); quota > 0) n = std::min(n, quota);
   return std::max(1, n);
 }
 

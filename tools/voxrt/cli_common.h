@@ -39,7 +39,8 @@ std::vector<NamedTensor> output_buffers(const std::vector<std::pair<std::string,
 /// Peak resident memory of this program in bytes (since its exec).
 int64_t peak_rss_bytes();
 /// Physical cores this process may run on: the CPUs of its affinity mask, SMT siblings counted
-/// once (Linux's sysfs topology), or the mask's CPUs where the topology cannot be read. At least 1.
+/// once (Linux's sysfs topology), or the mask's CPUs where the topology cannot be read; at most
+/// its cgroup's CPU quota, rounded up. At least 1.
 int physical_cores();
 /// Resident pages of files mapped into this process (its code and the libraries'), in bytes;
 /// -1 where the system does not say (Linux's /proc/self/status RssFile). They are the same
