@@ -21,6 +21,31 @@ std::vector<int64_t> axis_map(const PatchPlan& p, size_t axis, int64_t start, bo
   return m;
 }
 
+// Where network input `item` sits: its window's start, its flip mask (bit a = axis a), and
+// along each axis the patch positions [lo, hi) that land inside the volume.
+struct Placement {
+  Index3 start, lo, hi;
+  unsigned flip;
+};
+Placement place(const PatchPlan& p, int64_t item) {
+  const WindowGrid& g = p.grid;
+  const auto nv = static_cast<int64_t>(p.variants.size());
+  Placement pl{g.start(item / nv), {}, {}, p.variants[static_cast<size_t>(item % nv)]};
+  for (size_t a = 0; a < 3; ++a) {
+    const int64_t first = pl.start[a] - g.pad_before[a];
+    pl.lo[a] = std::max<int64_t>(0, -first);
+    pl.hi[a] = std::min(g.patch[a], g.size[a] - first);
+  }
+  return pl;
+}
+
+// axis_map of each axis.
+std::array<std::vector<int64_t>, 3> axis_maps(const PatchPlan& p, const Placement& pl) {
+  std::array<std::vector<int64_t>, 3> map;
+  for (size_t a = 0; a < 3; ++a) map[a] = axis_map(p, a, pl.start[a], (pl.flip >> a) & 1u);
+  return map;
+}
+
 // The normalized value of one voxel, as both forms compute it.
 inline float normalized(float v, const ChannelNorm& n) {
   return (std::min(std::max(v, n.low), n.high) - n.mean) / n.std;
@@ -36,11 +61,7 @@ bool contiguous(const std::vector<int64_t>& m) {
 template <class Store>
 void cut(const PatchPlan& p, const float* volume, int64_t item, Store store) {
   const WindowGrid& g = p.grid;
-  auto nv = static_cast<int64_t>(p.variants.size());
-  Index3 s = g.start(item / nv);
-  unsigned flip = p.variants[static_cast<size_t>(item % nv)];
-  std::array<std::vector<int64_t>, 3> map;
-  for (size_t a = 0; a < 3; ++a) map[a] = axis_map(p, a, s[a], (flip >> a) & 1u);
+  const std::array<std::vector<int64_t>, 3> map = axis_maps(p, place(p, item));
   int64_t d1 = g.size[1], d2 = g.size[2];
   int64_t plane = g.size[0] * d1 * d2;
   int64_t k = 0;
@@ -68,16 +89,10 @@ void cut(const PatchPlan& p, const float* volume, int64_t item, Store store) {
 template <class Load>
 void blend(const PatchPlan& p, int64_t item, Load load, float* sums, float* weight_sums) {
   const WindowGrid& g = p.grid;
-  auto nv = static_cast<int64_t>(p.variants.size());
-  Index3 s = g.start(item / nv);
-  unsigned flip = p.variants[static_cast<size_t>(item % nv)];
-  float share = 1.0f / static_cast<float>(nv);
-  Index3 lo, hi;  // patch positions that land inside the volume
-  for (size_t a = 0; a < 3; ++a) {
-    int64_t first = s[a] - g.pad_before[a];
-    lo[a] = std::max<int64_t>(0, -first);
-    hi[a] = std::min(g.patch[a], g.size[a] - first);
-  }
+  const Placement pl = place(p, item);
+  const Index3 &s = pl.start, &lo = pl.lo, &hi = pl.hi;
+  const unsigned flip = pl.flip;
+  float share = 1.0f / static_cast<float>(p.variants.size());
   const int64_t p0 = g.patch[0], p1 = g.patch[1], p2 = g.patch[2];
   const int64_t d1 = g.size[1], d2 = g.size[2], plane = g.size[0] * d1 * d2;
   auto src = [&](size_t a, int64_t i) { return ((flip >> a) & 1u) ? g.patch[a] - 1 - i : i; };
@@ -105,11 +120,7 @@ void blend(const PatchPlan& p, int64_t item, Load load, float* sums, float* weig
 
 void cut_patch(const PatchPlan& p, const float* volume, int64_t item, DType dst_type, void* dst) {
   const WindowGrid& g = p.grid;
-  const auto nv = static_cast<int64_t>(p.variants.size());
-  const Index3 s = g.start(item / nv);
-  const unsigned flip = p.variants[static_cast<size_t>(item % nv)];
-  std::array<std::vector<int64_t>, 3> map;
-  for (size_t a = 0; a < 3; ++a) map[a] = axis_map(p, a, s[a], (flip >> a) & 1u);
+  const std::array<std::vector<int64_t>, 3> map = axis_maps(p, place(p, item));
   const int64_t d1 = g.size[1], d2 = g.size[2], p2 = g.patch[2];
   const int64_t plane = g.size[0] * d1 * d2;
   const bool run = contiguous(map[2]);
@@ -144,16 +155,10 @@ void cut_patch(const PatchPlan& p, const float* volume, int64_t item, DType dst_
 void blend_patch(const PatchPlan& p, int64_t item, DType out_type, const void* out, float* sums,
                  float* weight_sums) {
   const WindowGrid& g = p.grid;
-  const auto nv = static_cast<int64_t>(p.variants.size());
-  const Index3 s = g.start(item / nv);
-  const unsigned flip = p.variants[static_cast<size_t>(item % nv)];
-  const float share = 1.0f / static_cast<float>(nv);
-  Index3 lo, hi;  // patch positions that land inside the volume
-  for (size_t a = 0; a < 3; ++a) {
-    const int64_t first = s[a] - g.pad_before[a];
-    lo[a] = std::max<int64_t>(0, -first);
-    hi[a] = std::min(g.patch[a], g.size[a] - first);
-  }
+  const Placement pl = place(p, item);
+  const Index3 &s = pl.start, &lo = pl.lo, &hi = pl.hi;
+  const unsigned flip = pl.flip;
+  const float share = 1.0f / static_cast<float>(p.variants.size());
   const int64_t p0 = g.patch[0], p1 = g.patch[1], p2 = g.patch[2];
   const int64_t d1 = g.size[1], d2 = g.size[2], plane = g.size[0] * d1 * d2;
   auto src = [&](size_t a, int64_t i) { return ((flip >> a) & 1u) ? g.patch[a] - 1 - i : i; };
