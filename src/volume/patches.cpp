@@ -216,6 +216,22 @@ void blend_patch_reference(const PatchPlan& p, int64_t item, DType out_type, con
   }
 }
 
+namespace {
+
+// The sum of f(v[i]) in double, in four running sums: one chain of dependent adds took 0.1 s
+// per pass over a 512x512x300 volume.
+template <class F>
+double sum_of(const float* v, int64_t n, F f) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) s[j] += f(v[i + j]);
+  for (; i < n; ++i) s[0] += f(v[i]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+}  // namespace
+
 std::vector<ChannelNorm> channel_norms(const Tensor& volume, const IntensityOptions& o) {
   std::vector<ChannelNorm> out;
   int64_t n = volume.numel() / volume.dim(0);
@@ -226,11 +242,9 @@ std::vector<ChannelNorm> channel_norms(const Tensor& volume, const IntensityOpti
             static_cast<float>(o.mean), static_cast<float>(std::max(o.std, 1e-8))};
     } else if (o.mode == Normalization::zscore) {
       const float* v = volume.data<float>() + c * n;
-      double sum = 0, sq = 0;
-      for (int64_t i = 0; i < n; ++i) sum += v[i];
-      double mean = sum / static_cast<double>(n);
-      for (int64_t i = 0; i < n; ++i) sq += (v[i] - mean) * (v[i] - mean);
-      double sd = std::sqrt(sq / static_cast<double>(n));
+      double mean = sum_of(v, n, [](double x) { return x; }) / static_cast<double>(n);
+      double sd = std::sqrt(sum_of(v, n, [mean](double x) { return (x - mean) * (x - mean); }) /
+                            static_cast<double>(n));
       cn.mean = static_cast<float>(mean);
       cn.std = static_cast<float>(std::max(sd, 1e-8));
     }
