@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """`voxrt segment` runs its network on one thread per physical core it may use by default.
 
-Runs the demo network on the demo volume twice: with the process's own CPU affinity, where the
-summary must name as many threads as this script counts physical cores (sysfs topology, SMT
-siblings once; the CPU count where that is unreadable), and pinned to one CPU with
-os.sched_setaffinity in the child, where it must name one. An explicit --threads wins.
+Runs the demo network on the demo volume three times: with the process's own CPU affinity,
+where the summary may name no more threads than this script counts physical cores (sysfs
+topology, SMT siblings once; the CPU count where that is unreadable; a cgroup CPU quota may
+lower it); pinned to one CPU with os.sched_setaffinity in the child, where it must name one; and
+pinned with --threads 3, which must win.
 
 usage: segment_threads.py VOXRT MODEL VOLUME
 """
