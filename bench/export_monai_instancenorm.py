@@ -22,22 +22,11 @@ import fp16_convert  # noqa: E402
 import make_fixtures  # noqa: E402
 
 
-def monai_conv_instance(cin, cout, stride=1, transposed=False, conv_only=False):
-    """make_fixtures.monai_conv with MONAI's default norm, InstanceNorm3d(affine=False)."""
-    if transposed:
-        conv = nn.ConvTranspose3d(cin, cout, 3, stride=stride, padding=1, output_padding=stride - 1)
-    else:
-        conv = nn.Conv3d(cin, cout, 3, stride=stride, padding=1)
-    if conv_only:
-        return conv
-    return nn.Sequential(conv, nn.InstanceNorm3d(cout), nn.PReLU())
-
-
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "/tmp/monai_in"
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
-    make_fixtures.monai_conv = monai_conv_instance
+    make_fixtures.MONAI_NORM = nn.InstanceNorm3d  # affine=False, MONAI's default
     model = make_fixtures.MonaiUNet()
     model.eval()
     path = os.path.join(out, "monai_in.onnx")

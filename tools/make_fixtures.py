@@ -231,15 +231,20 @@ class UNet3dGn(SegNet):
         return self.head(d1)
 
 
+# The normalization monai_conv puts after each convolution: BatchNorm, as the spleen bundle
+# configures MONAI's UNet. bench/export_monai_instancenorm.py sets MONAI's default, InstanceNorm.
+MONAI_NORM = nn.BatchNorm3d
+
+
 def monai_conv(cin, cout, stride=1, transposed=False, conv_only=False):
-    """MONAI's Convolution with its default NDA order: conv, BatchNorm, (dropout 0), PReLU."""
+    """MONAI's Convolution with its default NDA order: conv, MONAI_NORM, (dropout 0), PReLU."""
     if transposed:
         conv = nn.ConvTranspose3d(cin, cout, 3, stride=stride, padding=1, output_padding=stride - 1)
     else:
         conv = nn.Conv3d(cin, cout, 3, stride=stride, padding=1)
     if conv_only:
         return conv
-    return nn.Sequential(conv, nn.BatchNorm3d(cout), nn.PReLU())
+    return nn.Sequential(conv, MONAI_NORM(cout), nn.PReLU())
 
 
 class MonaiResidualUnit(nn.Module):
