@@ -268,29 +268,47 @@ void copy_wide_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayou
   }
 }
 
-// Zeroes what copy_rows leaves unwritten in a padded plane of `ylen` rows per phase: with unit
-// strides only the padding columns of copied rows and the rows not copied, so that most of the
-// plane is written once (clearing it all first doubled the stores, and two threads clearing at
-// once ran four times slower per byte on the development VM); otherwise the whole plane.
+// Zeroes what the copies leave unwritten in a padded plane of `ylen` rows per phase: in each
+// phase (ry, rx) the rows whose input row lies outside [iy0, iy1), and in the others the columns
+// before and after the input's columns in that phase (all columns are written with
+// `whole_rows`: copy_wide_rows). Most of the plane is then written once: clearing it all first
+// doubled the stores, and two threads clearing at once ran four times slower per byte on the
+// development VM. A row's trailing zeros and the next row's leading ones are one run of memory
+// (as are whole rows outside the input), one store or memset each: with pads of one element the
+// memset calls were most of the cost.
 void zero_padding(const ConvWindow& win, const PhaseLayout& ph, uint8_t* dst, int64_t iy0,
-                  int64_t iy1, int64_t y0, int64_t ylen) {
-  const size_t bb = ph.bb;
-  if (ph.sy != 1 || ph.sx != 1) {
-    std::memset(dst, 0, static_cast<size_t>(ph.sy * ph.sx * ph.phase_plane) * bb);
-    return;
-  }
-  const int64_t left = win.pad[2], right = ph.xlen - win.pad[2] - win.in[2];
-  for (int64_t r = 0; r < ylen; ++r) {
-    uint8_t* row = dst + r * ph.xlen * static_cast<int64_t>(bb);
-    const int64_t iy = r + y0 - win.pad[1];
-    if (iy < iy0 || iy >= iy1) {
-      std::memset(row, 0, static_cast<size_t>(ph.xlen) * bb);
-      continue;
+                  int64_t iy1, int64_t y0, int64_t ylen, bool whole_rows) {
+  const int64_t bb = static_cast<int64_t>(ph.bb), pitch = ph.xlen * bb;
+  uint8_t* const end = dst + ph.sy * ph.sx * ph.phase_plane * bb;
+  // Runs of a few bytes (pads of one or two elements) as one 16-byte store, which may run on
+  // into data the copy writes next but never past the plane (another thread's).
+  auto zero = [end](uint8_t* p, uint8_t* q) {
+    static constexpr uint8_t kZeros[16] = {};
+    if (q - p <= 16 && end - p >= 16)
+      std::memcpy(p, kZeros, 16);
+    else
+      std::memset(p, 0, static_cast<size_t>(q - p));
+  };
+  for (int64_t ry = 0; ry < ph.sy; ++ry)
+    for (int64_t rx = 0; rx < ph.sx; ++rx) {
+      // Columns [j0, j1) of the phase hold input columns j * sx + rx - pad (copy_rows' range).
+      int64_t j0 = 0, j1 = ph.xlen;
+      if (!whole_rows) {
+        j0 = std::min(ph.xlen, std::max<int64_t>(0, ceil_div(win.pad[2] - rx, ph.sx)));
+        j1 =
+            std::clamp<int64_t>(floor_div(win.in[2] - 1 + win.pad[2] - rx, ph.sx) + 1, j0, ph.xlen);
+      }
+      uint8_t* base = dst + (ry * ph.sx + rx) * ph.phase_plane * bb;
+      uint8_t* zero_from = base;  // the start of the zeros not yet written
+      for (int64_t r = 0; r < ylen; ++r) {
+        const int64_t iy = (r + y0) * ph.sy + ry - win.pad[1];
+        if (iy < iy0 || iy >= iy1 || j1 == j0) continue;  // zeros: the run goes on
+        uint8_t* data = base + r * pitch + j0 * bb;
+        zero(zero_from, data);
+        zero_from = base + r * pitch + j1 * bb;
+      }
+      zero(zero_from, base + ylen * pitch);
     }
-    std::memset(row, 0, static_cast<size_t>(left) * bb);
-    std::memset(row + (left + win.in[2]) * static_cast<int64_t>(bb), 0,
-                static_cast<size_t>(right) * bb);
-  }
 }
 
 }  // namespace
@@ -456,11 +474,12 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                         uint8_t* dst, uint8_t* scratch, bool padded) {
     // A pack short of channels (the last, with an odd count) or a tap pair (its second member
     // shifted) keeps zeros where no member lands; pair_rows writes them.
-    const bool partial = (pack + 1) * kp > cg_ && !pair_rows;
+    // Wide pairs write whole rows, zeros included.
+    const bool partial = (pack + 1) * kp > cg_ && !pair_rows && !wide_pairs;
     if (iz < 0 || iz >= win.in[0] || partial)
       std::memset(dst, 0, static_cast<size_t>(plane) * bb);
     else if (!padded)
-      zero_padding(win, layout, dst, band.iy0, band.iy1, band.y0, ylen);
+      zero_padding(win, layout, dst, band.iy0, band.iy1, band.y0, ylen, wide_pairs);
     if (iz < 0 || iz >= win.in[0]) return;
     const int64_t plane_at = iz * win.in[1] * win.in[2] * static_cast<int64_t>(es);
     if (wide_pairs) {
