@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Writes nnU-Net v2's 3d_fullres networks with random weights, at the scale nnU-Net trains them
+(a 128^3 patch), where the fixture nnunet3d is a small copy (channels 8-32, three stages).
+
+The default network is PlainConvUNet: six stages of 32, 64, 128, 256, 320 and 320 channels, two
+conv-InstanceNorm-LeakyReLU blocks a stage, strided-conv downsampling, kernel-2 stride-2
+ConvTranspose upsampling, a 1x1x1 head, deep supervision off as at inference (31 M parameters).
+With --resenc, the residual-encoder UNet of nnU-Net's ResEnc M preset: 1, 3, 4, 6, 6 and 6
+residual blocks a stage (conv-IN-LeakyReLU, conv-IN, added to the skip, LeakyReLU; the skip of a
+stage's first block average-pooled, then 1x1x1 conv and IN) and one conv block a decoder stage.
+Both are written in fp32 and as tools/fp16_convert.py converts them; --check then runs build/voxrt
+on a 64^3 input in each precision and prints the relative L2 error against torch in float64:
+
+    /usr/bin/python3 bench/export_nnunet.py /tmp/nnunet [--resenc] [--check]
+    build/voxrt profile /tmp/nnunet/nnunet.onnx --shape input=1x1x128x128x128 --compare fp32,fp16+bf16 --threads 1
+    NODE_PATH=bench/node_modules node bench/ort_bench.js /tmp/nnunet/nnunet.onnx --shape 1x1x128x128x128 --threads 1
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+from torch import nn
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import fp16_convert  # noqa: E402
+import make_fixtures  # noqa: E402
+
+FEATURES = (32, 64, 128, 256, 320, 320)
+RESENC_BLOCKS = (1, 3, 4, 6, 6, 6)
+block = make_fixtures.conv_in_lrelu
+
+
+class ResidualBlock(nn.Module):
+    """dynamic_network_architectures' BasicBlockD."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = block(cin, cout, stride)
+        self.conv2 = nn.Sequential(nn.Conv3d(cout, cout, 3, padding=1), nn.InstanceNorm3d(cout, affine=True))
+        skip = [nn.AvgPool3d(stride, stride)] if stride != 1 else []
+        if cin != cout:
+            skip += [nn.Conv3d(cin, cout, 1, bias=False), nn.InstanceNorm3d(cout, affine=True)]
+        self.skip = nn.Sequential(*skip)
+        self.act = nn.LeakyReLU(0.01)
+
+    def forward(self, x):
+        return self.act(self.conv2(self.conv1(x)) + self.skip(x))
+
+
+class NnUNet(nn.Module):
+    def __init__(self, residual, in_channels=1, classes=3):
+        super().__init__()
+        self.stem = block(in_channels, FEATURES[0], 1) if residual else nn.Identity()
+        self.encoder = nn.ModuleList()
+        cin = FEATURES[0] if residual else in_channels
+        for s, c in enumerate(FEATURES):
+            stride = 1 if s == 0 else 2
+            if residual:
+                blocks = [ResidualBlock(cin if b == 0 else c, c, stride if b == 0 else 1)
+                          for b in range(RESENC_BLOCKS[s])]
+            else:
+                blocks = [block(cin, c, stride), block(c, c, 1)]
+            self.encoder.append(nn.Sequential(*blocks))
+            cin = c
+        self.up = nn.ModuleList()
+        self.decoder = nn.ModuleList()
+        for s in range(len(FEATURES) - 1, 0, -1):
+            below, skip = FEATURES[s], FEATURES[s - 1]
+            self.up.append(nn.ConvTranspose3d(below, skip, kernel_size=2, stride=2, bias=True))
+            convs = [block(2 * skip, skip, 1)] + ([] if residual else [block(skip, skip, 1)])
+            self.decoder.append(nn.Sequential(*convs))
+        self.seg = nn.Conv3d(FEATURES[0], classes, kernel_size=1)
+
+    def forward(self, x):
+        x = self.stem(x)
+        skips = []
+        for stage in self.encoder:
+            x = stage(x)
+            skips.append(x)
+        for up, stage, skip in zip(self.up, self.decoder, reversed(skips[:-1])):
+            x = stage(torch.cat([up(x), skip], dim=1))
+        return self.seg(x)
+
+
+def check(model, out, name):
+    """voxrt against torch in float64 on one 64^3 input. With random weights the scores have no
+    decisive margins, so only the relative L2 error means much (argmax agreement is printed too)."""
+    x = np.random.default_rng(3).standard_normal((1, 1, 64, 64, 64)).astype(np.float32)
+    with torch.no_grad():
+        ref = model.double()(torch.from_numpy(x).double()).numpy()
+    voxrt = os.path.join(ROOT, "build", "voxrt")
+    for suffix, dtype, precision in [("", np.float32, "model"), ("_fp16", np.float16, "model"),
+                                     ("_fp16", np.float16, "model+bf16")]:
+        xin, yout = os.path.join(out, "check_input.npy"), os.path.join(out, "check_output.npy")
+        np.save(xin, x.astype(dtype))
+        subprocess.run([voxrt, "run", os.path.join(out, name + suffix + ".onnx"), "--input", "input=" + xin,
+                        "--output", yout, "--precision", precision, "--threads", "2"], check=True,
+                       stdout=subprocess.DEVNULL)
+        y = np.load(yout).astype(np.float64)
+        rel = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+        agree = (y.argmax(1) == ref.argmax(1)).mean()
+        print(f"{name}{suffix} --precision {precision}: relative L2 {rel:.3g}, argmax agreement {agree:.5f}")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a not in ("--resenc", "--check")]
+    residual = "--resenc" in sys.argv[1:]
+    out = args[0] if args else "/tmp/nnunet"
+    name = "nnunet_resenc" if residual else "nnunet"
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    model = NnUNet(residual)
+    model.eval()
+    path = os.path.join(out, name + ".onnx")
+    make_fixtures.export(model, (64, 64, 64), 17, path, False)
+    onnx.save(fp16_convert.convert_float_to_float16(onnx.load(path)), os.path.join(out, name + "_fp16.onnx"))
+    print(f"{path}: {sum(p.numel() for p in model.parameters())} parameters")
+    if "--check" in sys.argv[1:]:
+        check(model, out, name)
+
+
+if __name__ == "__main__":
+    main()
