@@ -65,6 +65,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   release_load_memory();
   pool = std::make_unique<ThreadPool>(opt.threads);
   scratch = std::make_unique<ScratchCache>(2 * static_cast<size_t>(opt.threads) + 6);
+  panels = std::make_unique<ScratchCache>(static_cast<size_t>(opt.threads) + 1);
   inputs = io_infos(model.graph, model.graph.inputs);
   shape_deciding = shape_deciding_inputs(model.graph);
   outputs = io_infos(model.graph, model.graph.outputs);
@@ -157,7 +158,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
 
   std::vector<NodeProfile> profile;
   using clock = std::chrono::steady_clock;
-  RunContext ctx{pool.get(), scratch.get()};
+  RunContext ctx{pool.get(), scratch.get(), panels.get()};
   auto run_start = clock::now();
   // The run's activation arena (its bytes and a spare cache line), back to the cache when the
   // run ends or throws.
@@ -341,7 +342,7 @@ std::string Session::graph_text(bool before_passes) const {
 }
 
 int64_t Session::scratch_peak_bytes() const {
-  return static_cast<int64_t>(impl_->scratch->peak_bytes());
+  return static_cast<int64_t>(impl_->scratch->peak_bytes() + impl_->panels->peak_bytes());
 }
 
 std::vector<NodeProfile> Session::last_profile() const {

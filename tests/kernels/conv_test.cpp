@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/conv/conv_gemm.h"
 #include "backends/cpu/cpu_op.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
 #include "backends/ref/ops/fused.h"
@@ -531,6 +532,51 @@ TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
     }
     check(c, k % 2 ? DType::f32 : DType::f16, GetParam(), k % 3 ? &pool : nullptr, rng);
     check(c, k % 2 ? DType::f16 : DType::f32, GetParam(), k % 3 ? nullptr : &pool, rng);
+  }
+}
+
+// Rows with fp16 storage and fp32 arithmetic (F16C) keep their panels as fp16 between runs and
+// widen them as they go. With a budget of a few hundred bytes every convolution here widens them
+// block by block (the direct path per slab and block, the packed path per item and block), which
+// only layers with megabytes of weights do at the default budget; the outputs stay the
+// reference's. The ConvTranspose cases widen whole panels. The panels held take half the bytes of
+// the same layer's fp32 row.
+TEST_P(ConvLoweringTest, Fp16PanelsWidenedInBlocksMatchReference) {
+  if (GetParam().fpmath == FpMath::bf16 || GetParam().isa == Isa::avx512fp16)
+    GTEST_SKIP() << "only rows with fp16 storage and fp32 arithmetic keep fp16 panels";
+  struct RestoreBudget {
+    size_t bytes;
+    ~RestoreBudget() { APanels::set_widen_budget(bytes); }
+  } restore{APanels::set_widen_budget(512)};
+  ThreadPool pool(2);
+  std::mt19937 rng(17);
+  int k = 0;
+  for (const ConvCase& c : unet_cases())
+    check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+  check_random_cases(20, 19, GetParam(), [](std::mt19937& r, int attempt) {
+    return attempt % 3 == 2 ? random_conv_transpose(r, 3) : random_conv(r, 1 + attempt % 3);
+  });
+
+  // 16 input and 24 output channels: W is (M, C, k...) for Conv, (C, M, k...) for ConvTranspose.
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    ConvCase c;
+    c.op = op;
+    c.x = {1, 16, 6, 7, 8};
+    c.w = std::string(op) == "Conv" ? Shape{24, 16, 3, 3, 3} : Shape{16, 24, 3, 3, 3};
+    int64_t bytes[2] = {0, 0};
+    for (DType t : {DType::f32, DType::f16}) {
+      Built b;
+      ASSERT_TRUE(build(c, t, rng, b));
+      const ir::Node& n = b.graph.nodes[0];
+      std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
+          n, b.graph, OpRegistry::instance().create(n, b.graph), GetParam().isa, GetParam().fpmath);
+      const auto* cpu = dynamic_cast<const cpu::CpuOp*>(fast.get());
+      ASSERT_NE(cpu, nullptr) << op;
+      bytes[t == DType::f16] = cpu->packed_bytes();
+    }
+    // Panels p and the 24 fp32 bias values b: fp32 2p + b, fp16 p + b.
+    EXPECT_GT(bytes[0], bytes[1]) << op;
+    EXPECT_EQ(2 * bytes[1] - bytes[0], 24 * 4) << op << ": fp16 panels held, against fp32 ones";
   }
 }
 

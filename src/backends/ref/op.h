@@ -18,10 +18,13 @@ class ThreadPool;
 class ScratchCache;
 
 /// What a run hands every op: the Session's threads, and the scratch memory its ops reuse from
-/// run to run (either may be null: inline, and plain allocations).
+/// run to run (either may be null: inline, and plain allocations). `panels` holds the weights a
+/// layer widens for its kernels (a few blocks of one size, apart from the other scratch, whose
+/// sizes they would otherwise mix with); null: `scratch`.
 struct RunContext {
   ThreadPool* pool = nullptr;
   ScratchCache* scratch = nullptr;
+  ScratchCache* panels = nullptr;
 };
 
 /// What shape inference knows about one input: dtype, shape, and its values when they are known

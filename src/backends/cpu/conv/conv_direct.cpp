@@ -506,18 +506,19 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
 
   // Output plane oz of batch item n, group grp: one strip of the band, output-channel blocks
-  // [mb0, mb1), reading the strip from `b`. `tile_out` and `tile_res` hold MR x NR elements.
+  // [mb0, mb1) with the panels of block mb0 at `a0`, reading the strip from `b`. `tile_out` and
+  // `tile_res` hold MR x NR elements.
+  const int64_t block_bytes = mr * steps * static_cast<int64_t>(ab);
   auto compute = [&](int64_t n, int64_t grp, int64_t oz, const Band& band, int64_t st,
-                     const uint8_t* b, int64_t mb0, int64_t mb1, uint8_t* tile_out,
-                     uint8_t* tile_res) {
+                     const uint8_t* b, int64_t mb0, int64_t mb1, const uint8_t* a0,
+                     uint8_t* tile_out, uint8_t* tile_res) {
     const Strip& strip = (*band.strips)[static_cast<size_t>(st)];
     const Segment* sg = band.segs + strip.first;
-    const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;
     const bool in_place = strip.count == 1 && sg[0].lane == 0;
     for (int64_t mb = mb0; mb < mb1; ++mb) {
       const int64_t m0 = grp * mg + mb * mr, rows = std::min(mr, mg - mb * mr);
       const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane + band.y0 * ow;
-      const uint8_t* a = a_grp + mb * mr * steps * static_cast<int64_t>(ab);
+      const uint8_t* a = a0 + (mb - mb0) * block_bytes;
       if (in_place) {
         const int64_t at = row0 + sg[0].out;
         g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(sg[0].len),
@@ -546,6 +547,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   if (per_thread) {
     // Items (batch item, group, output plane, band), each filled and computed by one thread.
+    const APanels::Open a_open = a_.open(ctx);  // 2D kernels: few weights, widened whole
     const int64_t per_group = win.out[0] * n_bands;
     parallel(n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
@@ -561,7 +563,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         for (int64_t st = 0; st < static_cast<int64_t>(band.strips->size()); ++st)
           compute(n, grp, oz, band, st,
                   buf.data() + (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb),
-                  0, mblocks, tile_out.data(), tile_res.data());
+                  0, mblocks, a_open.data() + grp * a_group_bytes_, tile_out.data(),
+                  tile_res.data());
       }
     });
     return true;
@@ -569,6 +572,16 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   const Band band = band_at(0);
   const int64_t n_strips = static_cast<int64_t>(strips.size());
+  // Panels kept as fp16 (APanels::narrow) are widened for each slab a block of output channels
+  // at a time, of at most APanels::widen_budget() bytes (one MR block at least), so a layer's
+  // fp32 weights are never whole in memory.
+  const int64_t wblocks =
+      a_.narrow() ? std::clamp<int64_t>(static_cast<int64_t>(APanels::widen_budget()) / block_bytes,
+                                        1, mblocks)
+                  : mblocks;
+  PanelBuffer widened = a_.narrow()
+                            ? APanels::scratch(static_cast<size_t>(wblocks * block_bytes), ctx)
+                            : PanelBuffer();
   uint8_t* padded = slots.data(0);
   // Every slab has the same layout: the first one's fill writes the padding's zeros, which the
   // copies of the next ones leave in place.
@@ -589,24 +602,39 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         });
         first_slab = false;
 
-        // Work items: (output plane, strip, block of output channels).
-        const int64_t base = outs * n_strips;
-        int64_t mchunk = mblocks;
-        if (base < 4 * threads)
-          mchunk = ceil_div(mblocks, std::min(mblocks, ceil_div(4 * threads, base)));
-        const int64_t msplit = ceil_div(mblocks, mchunk);
-        parallel(base * msplit, [&](int64_t begin, int64_t end) {
-          std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
-          for (int64_t item = begin; item < end; ++item) {
-            const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
-                          oz = z0 + item / msplit / n_strips;
-            compute(n, grp, oz, band, st,
-                    padded + ((oz - z0) * sz * plane + strips[static_cast<size_t>(st)].q) *
-                                 static_cast<int64_t>(bb),
-                    ms * mchunk, std::min(mblocks, (ms + 1) * mchunk), tile_out.data(),
-                    tile_res.data());
+        // Blocks of output channels [w0, w1) at a time: all of them, or with fp16-kept panels
+        // as many as kWidenBudget holds, widened here.
+        for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
+          const int64_t w1 = std::min(mblocks, w0 + wblocks), blocks = w1 - w0;
+          const size_t first = grp * a_group_bytes_ + static_cast<size_t>(w0 * block_bytes);
+          const uint8_t* a_w0 = a_.kept() + first;
+          if (a_.narrow()) {
+            parallel_for(ctx, blocks * block_bytes / 4, kChunkElems, [&](int64_t b, int64_t e) {
+              a_.widen(first + static_cast<size_t>(b) * 4, static_cast<size_t>(e - b) * 4,
+                       widened.data() + b * 4);
+            });
+            a_w0 = widened.data();
           }
-        });
+          // Work items: (output plane, strip, block of output channels).
+          const int64_t base = outs * n_strips;
+          int64_t mchunk = blocks;
+          if (base < 4 * threads)
+            mchunk = ceil_div(blocks, std::min(blocks, ceil_div(4 * threads, base)));
+          const int64_t msplit = ceil_div(blocks, mchunk);
+          parallel(base * msplit, [&](int64_t begin, int64_t end) {
+            std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
+            for (int64_t item = begin; item < end; ++item) {
+              const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
+                            oz = z0 + item / msplit / n_strips;
+              const int64_t mb0 = w0 + ms * mchunk;
+              compute(n, grp, oz, band, st,
+                      padded + ((oz - z0) * sz * plane + strips[static_cast<size_t>(st)].q) *
+                                   static_cast<int64_t>(bb),
+                      mb0, std::min(w1, mb0 + mchunk), a_w0 + (mb0 - w0) * block_bytes,
+                      tile_out.data(), tile_res.data());
+            }
+          });
+        }
       }
     }
   return true;

@@ -1,6 +1,7 @@
 #include "backends/cpu/conv/conv_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
 
@@ -210,6 +211,57 @@ PanelBuffer::PanelBuffer(size_t bytes, ScratchCache* cache) {
 #endif
 }
 
+APanels::APanels(const GemmKernel& g, size_t bytes)
+    : g_(&g),
+      narrow_(g.storage == DType::f16 && g.a_panel == PanelType::f32),
+      bytes_(bytes),
+      kept_(narrow_ ? bytes / 2 : bytes) {}
+
+void APanels::narrow(size_t offset, const std::vector<float>& values) {
+  // The values are fp16 weights widened (or zeros): narrowing them back is exact.
+  cast_kernels(g_->isa).f32_to_f16(values.data(), kept_.data() + offset / 2,
+                                   static_cast<int64_t>(values.size()));
+}
+
+void APanels::widen(size_t offset, size_t bytes, uint8_t* dst) const {
+  cast_kernels(g_->isa).f16_to_f32(kept_.data() + offset / 2, dst,
+                                   static_cast<int64_t>(bytes / sizeof(float)));
+}
+
+namespace {
+std::atomic<size_t> widen_budget_bytes{2 << 20};
+}  // namespace
+
+size_t APanels::widen_budget() {
+  return widen_budget_bytes.load(std::memory_order_relaxed);
+}
+
+size_t APanels::set_widen_budget(size_t bytes) {
+  return widen_budget_bytes.exchange(std::max<size_t>(bytes, 64));
+}
+
+PanelBuffer APanels::scratch(size_t bytes, const RunContext& ctx) {
+  const size_t budget = widen_budget();
+  return PanelBuffer((bytes + budget - 1) / budget * budget, ctx.panels ? ctx.panels : ctx.scratch);
+}
+
+APanels::Open APanels::open(const RunContext& ctx) const {
+  Open o;
+  if (!narrow_) {
+    o.data_ = kept_.data();
+    return o;
+  }
+  o.widened_ = scratch(bytes_, ctx);
+  uint8_t* dst = o.widened_.data();
+  parallel_for(ctx, static_cast<int64_t>(bytes_ / sizeof(float)), kChunkElems,
+               [&](int64_t b, int64_t e) {
+                 widen(static_cast<size_t>(b) * sizeof(float),
+                       static_cast<size_t>(e - b) * sizeof(float), dst + b * sizeof(float));
+               });
+  o.data_ = dst;
+  return o;
+}
+
 ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
                    ConvEpilogue epilogue)
     : g_(g),
@@ -232,7 +284,7 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
   // ordered and packed at a time, so the copies beside the packed panels stay small.
   const int64_t steps = elements() * kp, per_m = cg_ * kvol_, mr = g_.mr;
   a_group_bytes_ = packed_a_bytes(g_, mg, steps);
-  a_ = PanelBuffer(a_group_bytes_ * static_cast<size_t>(group_));
+  a_ = APanels(g_, a_group_bytes_ * static_cast<size_t>(group_));
   const size_t panel_bytes = packed_a_bytes(g_, mr, steps);
   std::vector<float> wf(static_cast<size_t>(mr * per_m)), ordered(static_cast<size_t>(mr * steps));
   for (int64_t grp = 0; grp < group_; ++grp)
@@ -248,8 +300,8 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
             ordered[static_cast<size_t>(m * steps + step)] =
                 wf[static_cast<size_t>((m * cg_ + c) * kvol_ + t)];
           }
-      pack_a(g_, ordered.data(), steps, 1, rows, steps,
-             a_.data() + grp * a_group_bytes_ + static_cast<size_t>(m0 / mr) * panel_bytes);
+      a_.fill(grp * a_group_bytes_ + static_cast<size_t>(m0 / mr) * panel_bytes, panel_bytes,
+              [&](uint8_t* dst) { pack_a(g_, ordered.data(), steps, 1, rows, steps, dst); });
     }
   if (bias) bias_ = weights_to_f32(*bias);
 }
@@ -301,6 +353,9 @@ bool ConvGemm::pointwise(const ConvWindow& win) {
 
 void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
                              const Tensor* residual, Tensor& y) const {
+  // 1x1 kernels: few weights, widened whole.
+  const APanels::Open open = a_.open(ctx);
+  const uint8_t* a = open.data();
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.dim(0), c_in = x.dim(1), mg = m_ / group_, s = win.out_size();
   const int64_t mr = g_.mr, nr = g_.nr, mblocks = ceil_div(mg, mr), steps = packed_channels();
@@ -333,7 +388,7 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
           const int64_t at = (n * m_ + m0) * s + p0 + st * nr;
           g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)),
                      static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
-                     a_.data() + grp * a_group_bytes_ + mb * mr * steps * ab,
+                     a + grp * a_group_bytes_ + mb * mr * steps * ab,
                      panel.data() + st * steps * nr * bb, offsets.data(), yb + at * ys,
                      static_cast<size_t>(s),
                      params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
@@ -374,6 +429,16 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
     std::vector<uint8_t> scratch(static_cast<size_t>(nr) * es);
     std::vector<ColumnRun> runs;
     int64_t packed = -1;
+    // fp16-kept panels: the item's blocks of output channels widened here, at most
+    // APanels::widen_budget() bytes (one MR block at least) at a time.
+    const size_t block_bytes = static_cast<size_t>(mr * steps) * ab;
+    const int64_t wblocks =
+        a_.narrow() ? std::clamp<int64_t>(
+                          static_cast<int64_t>(APanels::widen_budget() / block_bytes), 1, mchunk)
+                    : mchunk;
+    PanelBuffer widened = a_.narrow()
+                              ? APanels::scratch(static_cast<size_t>(wblocks) * block_bytes, ctx)
+                              : PanelBuffer();
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ms = item % msplit, rest = item / msplit;
       const int64_t tile = rest % tiles, grp = (rest / tiles) % group_, n = rest / tiles / group_;
@@ -384,18 +449,27 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
                     scratch.data());
         packed = rest;
       }
-      const uint8_t* a_grp = a_.data() + grp * a_group_bytes_;
       const int64_t mb_end = std::min(mblocks, (ms + 1) * mchunk);
-      for (int64_t st = 0; st * nr < cols; ++st) {
-        const uint8_t* b = panel.data() + st * steps * nr * bb;
-        const size_t nc = static_cast<size_t>(std::min(nr, cols - st * nr));
-        for (int64_t mb = ms * mchunk; mb < mb_end; ++mb) {
-          const int64_t m0 = grp * mg + mb * mr;
-          const int64_t at = (n * m_ + m0) * s_out + p0 + st * nr;
-          g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)), nc,
-                     static_cast<size_t>(steps), a_grp + mb * mr * steps * ab, b, offsets.data(),
-                     yb + at * ys, static_cast<size_t>(s_out),
-                     params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
+      for (int64_t w0 = ms * mchunk; w0 < mb_end; w0 += wblocks) {
+        const int64_t w1 = std::min(mb_end, w0 + wblocks);
+        // The panels of blocks [w0, w1) of the group, kept or widened.
+        const size_t first = grp * a_group_bytes_ + static_cast<size_t>(w0) * block_bytes;
+        const uint8_t* a_w0 = a_.kept() + first;
+        if (a_.narrow()) {
+          a_.widen(first, static_cast<size_t>(w1 - w0) * block_bytes, widened.data());
+          a_w0 = widened.data();
+        }
+        for (int64_t st = 0; st * nr < cols; ++st) {
+          const uint8_t* b = panel.data() + st * steps * nr * bb;
+          const size_t nc = static_cast<size_t>(std::min(nr, cols - st * nr));
+          for (int64_t mb = w0; mb < w1; ++mb) {
+            const int64_t m0 = grp * mg + mb * mr;
+            const int64_t at = (n * m_ + m0) * s_out + p0 + st * nr;
+            g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)), nc,
+                       static_cast<size_t>(steps), a_w0 + (mb - w0) * block_bytes, b,
+                       offsets.data(), yb + at * ys, static_cast<size_t>(s_out),
+                       params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
+          }
         }
       }
     }

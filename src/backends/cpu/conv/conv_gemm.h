@@ -86,6 +86,68 @@ class PanelBuffer {
   size_t bytes_ = 0;
 };
 
+/// A layer's packed A panels (weights) in its row's panel layout. Rows that widen fp16 storage
+/// into fp32 panels (fp32 arithmetic with F16C: AVX2 and AVX-512 without AVX512-FP16) keep them
+/// as fp16 between runs, which the weights of an fp16 model are, and the drivers widen them into
+/// scratch as they go (a block of output channels at a time where the layer is large): an fp16
+/// model's weights then take half the bytes of fp32 ones on these CPUs too.
+class APanels {
+ public:
+  APanels() = default;
+  /// `bytes` of panels in `g`'s layout.
+  APanels(const GemmKernel& g, size_t bytes);
+  /// Writes bytes [offset, offset + bytes) of the layout: `pack(dst)` writes them in the row's
+  /// layout at dst (pack_a), here or into a staging copy narrowed to fp16.
+  template <class Pack>
+  void fill(size_t offset, size_t bytes, Pack pack) {
+    if (!narrow_) {
+      pack(kept_.data() + offset);
+      return;
+    }
+    std::vector<float> staging(bytes / sizeof(float));
+    pack(reinterpret_cast<uint8_t*>(staging.data()));
+    narrow(offset, staging);
+  }
+  /// Bytes held between calls.
+  size_t size() const { return kept_.size(); }
+  /// Whether the panels are kept as fp16 and must be widened for the kernels.
+  bool narrow() const { return narrow_; }
+  /// The kept panels: the row's layout where !narrow().
+  const uint8_t* kept() const { return kept_.data(); }
+  /// Bytes [offset, offset + bytes) of the layout, widened to fp32 at dst (narrow() only).
+  void widen(size_t offset, size_t bytes, uint8_t* dst) const;
+  /// The panels in the row's layout, for one call.
+  class Open {
+   public:
+    const uint8_t* data() const { return data_; }
+
+   private:
+    friend class APanels;
+    const uint8_t* data_ = nullptr;
+    PanelBuffer widened_;  // scratch of the call, where the kept panels are fp16
+  };
+  /// The panels for one call: the kept ones, or all of them widened into scratch by the pool.
+  Open open(const RunContext& ctx) const;
+  /// Widened panels take at most about this many bytes at a time where the driver can choose
+  /// (2 MiB; one MR block at least).
+  static size_t widen_budget();
+  /// Sets widen_budget() and returns the previous one: tests make it small, so that small
+  /// layers take the blocked widening large ones take.
+  static size_t set_widen_budget(size_t bytes);
+  /// A scratch block of at least `bytes` for widened panels, from RunContext::panels: whole
+  /// widen_budget()s, so that the layers' blocks share a few sizes the cache reuses instead of
+  /// piling up a block per layer (pages past what a layer writes are never touched).
+  static PanelBuffer scratch(size_t bytes, const RunContext& ctx);
+
+ private:
+  void narrow(size_t offset, const std::vector<float>& values);
+
+  const GemmKernel* g_ = nullptr;
+  bool narrow_ = false;  // kept as fp16, widened by open()
+  size_t bytes_ = 0;     // in the row's layout
+  PanelBuffer kept_;
+};
+
 /// Elements [begin, begin + count) of a float32 or float16 weight tensor, widened to float32
 /// into `out`. Packing reads weights through it a block at a time: whole float copies of a layer's
 /// weights were the peak of a Session's load (a 256->256 3x3x3 conv holds 1.8 M weights).
@@ -143,7 +205,7 @@ class ConvGemm {
   int64_t kernel_[3];       // depth, height, width; 1 for the axes a 1D or 2D kernel lacks
   bool tap_pairs_ = false;  // elements pair width taps rather than channels (see elements())
   ConvEpilogue epilogue_;
-  PanelBuffer a_;  // per group: ceil((M / group) / MR) micro-panels of MR x elements()
+  APanels a_;  // per group: ceil((M / group) / MR) micro-panels of MR x elements()
   size_t a_group_bytes_ = 0;
   std::vector<float> bias_;  // M values; empty when the node has no bias
 };
@@ -166,9 +228,11 @@ class ConvTransposeGemm {
   }
 
  private:
-  void run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
-  void run_overlapping(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
-                       Tensor& y) const;
+  // `a`: the packed panels, open for the call.
+  void run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y,
+                    const uint8_t* a) const;
+  void run_overlapping(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y,
+                       const uint8_t* a) const;
 
   const GemmKernel& g_;
   const CastKernels& cast_;
@@ -176,7 +240,7 @@ class ConvTransposeGemm {
   ConvEpilogue e_;  // the activation after bias (a fused ConvTranspose)
   int64_t c_, mg_, group_, kvol_;
   int64_t chunk_;  // output channels per packed chunk: a chunk's rows are (channel, tap) pairs
-  PanelBuffer a_;  // per group and chunk: micro-panels of MR rows x (C / group) steps
+  APanels a_;      // per group and chunk: micro-panels of MR rows x (C / group) steps
   size_t a_chunk_bytes_ = 0;
   std::vector<float> bias_rows_;  // per group and chunk row: the bias of its output channel
   std::vector<float> bias_;       // M values, zeros when absent
@@ -205,7 +269,7 @@ class ConvTransposeDirect {
   /// Bytes of the packed weights (a panel per phase) and bias.
   size_t packed_bytes() const {
     size_t n = bias_.size() * sizeof(float);
-    for (const PanelBuffer& p : a_) n += p.size();
+    n += a_.size();
     return n;
   }
 
@@ -222,7 +286,8 @@ class ConvTransposeDirect {
   int64_t wlo_ = 0;  // the lowest width offset of any phase
   // Per (depth, height, width) phase, row-major: rows m, steps (channel pack, tap d, tap h,
   // tap w).
-  std::vector<PanelBuffer> a_;
+  APanels a_;
+  std::vector<size_t> a_at_;      // where each phase's panels start in a_
   std::vector<int64_t> a_steps_;  // panel elements of each
   std::vector<float> bias_;       // M values, zeros without a bias
   ConvEpilogue e_;

@@ -176,7 +176,7 @@ ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor&
   bias_.assign(static_cast<size_t>(mg_ * group_), 0.0f);
   if (bias) bias_ = weights_to_f32(*bias);
   a_chunk_bytes_ = packed_a_bytes(g_, rows, cg);
-  a_ = PanelBuffer(a_chunk_bytes_ * static_cast<size_t>(group_ * chunks));
+  a_ = APanels(g_, a_chunk_bytes_ * static_cast<size_t>(group_ * chunks));
   bias_rows_.assign(static_cast<size_t>(group_ * chunks * rows), 0.0f);
   // One chunk's weights in float32 at a time, step (input channel) by step, never the layer's.
   std::vector<float> wf(static_cast<size_t>(cg * rows));
@@ -187,8 +187,9 @@ ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor&
       for (int64_t c = 0; c < cg; ++c)
         weights_to_f32(w, ((grp * cg + c) * mg_ + m0) * kvol_, count * kvol_,
                        wf.data() + c * count * kvol_);
-      pack_a(g_, wf.data(), 1, count * kvol_, count * kvol_, cg,
-             a_.data() + (grp * chunks + ch) * a_chunk_bytes_);
+      a_.fill((grp * chunks + ch) * a_chunk_bytes_, a_chunk_bytes_, [&](uint8_t* dst) {
+        pack_a(g_, wf.data(), 1, count * kvol_, count * kvol_, cg, dst);
+      });
       for (int64_t r = 0; r < count * kvol_; ++r)
         bias_rows_[static_cast<size_t>((grp * chunks + ch) * rows + r)] =
             bias_[static_cast<size_t>(grp * mg_ + m0 + r / kvol_)];
@@ -198,16 +199,17 @@ ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor&
 void ConvTransposeGemm::run(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
                             Tensor& y) const {
   if (x.dim(0) == 0 || y.numel() == 0) return;
+  const APanels::Open a = a_.open(ctx);
   if (disjoint_taps(win))
-    run_disjoint(ctx, win, x, y);
+    run_disjoint(ctx, win, x, y, a.data());
   else
-    run_overlapping(ctx, win, x, y);
+    run_overlapping(ctx, win, x, y, a.data());
 }
 
 // Kernel equal to stride: every output element comes from exactly one (input position, tap), so
 // the kernel adds the bias and the tiles are copied to their places.
 void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
-                                     Tensor& y) const {
+                                     Tensor& y, const uint8_t* a_panels) const {
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
   const int64_t s_in = win.in_size(), s_out = win.out_size();
@@ -243,7 +245,7 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
         packed = rest;
       }
       const int64_t rows = std::min(chunk_, mg_ - ch * chunk_) * kvol_;
-      const uint8_t* a = a_.data() + (grp * chunks + ch) * a_chunk_bytes_;
+      const uint8_t* a = a_panels + (grp * chunks + ch) * a_chunk_bytes_;
       const float* bias = bias_rows_.data() + (grp * chunks + ch) * rows_full;
       for (int64_t r0 = 0; r0 < rows; r0 += mr) {
         const int64_t mrr = std::min(mr, rows - r0);
@@ -301,7 +303,7 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
 // next to a block boundary feed both blocks and are multiplied twice, a few percent of the
 // products, in exchange for blocks that fit the L2 cache and keep both threads busy.
 void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow& win,
-                                        const Tensor& x, Tensor& y) const {
+                                        const Tensor& x, Tensor& y, const uint8_t* a_panels) const {
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
   const int64_t s_in = win.in_size(), s_out = win.out_size();
@@ -353,7 +355,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
       const int64_t ch = rest % chunks, grp = (rest / chunks) % group_, n = rest / chunks / group_;
       const int64_t m0 = grp * mg_ + ch * chunk_, count = std::min(chunk_, mg_ - ch * chunk_);
       const int64_t oz0 = zk * zb, nz = std::min(zb, win.out[0] - oz0), rows = count * kvol_;
-      const uint8_t* a = a_.data() + (grp * chunks + ch) * a_chunk_bytes_;
+      const uint8_t* a = a_panels + (grp * chunks + ch) * a_chunk_bytes_;
       // Zeros, not the bias: a memset is several times faster than a fill, and the store adds
       // the bias with the activation.
       std::memset(acc, 0, static_cast<size_t>(count * nz * acc_plane) * 4);
@@ -471,14 +473,17 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
   // float32 copies beside the packed panels stay small: wf[c][m - m0][tap].
   std::vector<float> wf(static_cast<size_t>(c_ * mr * kvol)), ordered;
   std::vector<int64_t> steps_of;
+  size_t a_bytes = 0;  // every phase's panels, one after the other
   for (const Phase& pd : phases_[0])
     for (const Phase& ph : phases_[1])
       for (const Phase& pw : phases_[2]) {
         const int64_t steps = packs * pd.taps * ph.taps * pw.taps * kp;
-        a_.emplace_back(packed_a_bytes(g_, m_, steps));
+        a_at_.push_back(a_bytes);
+        a_bytes += packed_a_bytes(g_, m_, steps);
         a_steps_.push_back(packed_steps(g_, steps));
         steps_of.push_back(steps);
       }
+  a_ = APanels(g_, a_bytes);
   for (int64_t m0 = 0; m0 < m_; m0 += mr) {
     const int64_t rows = std::min(mr, m_ - m0);
     for (int64_t c = 0; c < c_; ++c)
@@ -503,8 +508,9 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
                     ordered[static_cast<size_t>(m * steps + ((c / kp) * taps + t) * kp + c % kp)] =
                         wf[static_cast<size_t>((c * rows + m) * kvol + (td * kh + th) * kw + tw)];
                   }
-          pack_a(g_, ordered.data(), steps, 1, rows, steps,
-                 a_[phase].data() + static_cast<size_t>(m0 / mr) * packed_a_bytes(g_, mr, steps));
+          const size_t panel_bytes = packed_a_bytes(g_, mr, steps);
+          a_.fill(a_at_[phase] + static_cast<size_t>(m0 / mr) * panel_bytes, panel_bytes,
+                  [&](uint8_t* dst) { pack_a(g_, ordered.data(), steps, 1, rows, steps, dst); });
           ++phase;
         }
   }
@@ -519,6 +525,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   for (int d = 0; d < 3; ++d)
     if (win.pad[d] != pad_[d] || win.stride[d] != stride_[d] || win.kernel[d] != kernel_[d])
       throw Error("ConvTransposeDirect: window differs from the one its weights were built for");
+  const APanels::Open a = a_.open(ctx);
   ThreadPool* pool = ctx.pool;
   const int64_t kp = g_.k_pack, packs = ceil_div(c_, kp), mr = g_.mr, nr = g_.nr;
   const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
@@ -652,7 +659,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
                 p.alpha = e_.alpha;
                 g_.ukernel(static_cast<size_t>(std::min(mr, m_ - mb * mr)), static_cast<size_t>(nc),
                            static_cast<size_t>(steps),
-                           a_[phase].data() + mb * mr * steps * static_cast<int64_t>(ab),
+                           a.data() + a_at_[phase] + mb * mr * steps * static_cast<int64_t>(ab),
                            first + q0 * static_cast<int64_t>(bb), offsets[phase].data(),
                            strip.data() + (rw * mpad + mb * mr) * nr * static_cast<int64_t>(es),
                            static_cast<size_t>(nr), p);
