@@ -19,10 +19,11 @@ namespace voxrt::cpu {
 namespace {
 
 // Padded input planes of all channels of a slab should stay within this many bytes with fp32
-// panels, and in proportion with narrower ones (2 bytes a channel with bf16 pairs: 4 MiB), so
-// that a slab holds as many planes whatever the precision and reduced precision halves the
-// scratch with the activations (fp16 model with bf16 products, unet3d_resize: peak RSS 70.5 ->
-// 67.6 MiB, 0.54 of fp32; convolution rates unchanged within the noise).
+// panels and fp32 storage, and in proportion with narrower ones (2 bytes a channel with bf16
+// pairs or fp16 storage: 4 MiB), so that reduced precision halves the scratch with the
+// activations (fp16 model with bf16 products, unet3d_resize: peak RSS 70.5 -> 67.6 MiB, 0.54 of
+// fp32; fp16 storage with fp32 panels, F16C: unet3d_bn 60.6 -> 56.5 MiB, MONAI's spleen UNet
+// 41.7 -> 37.9; convolution rates unchanged within the noise, a slab of fewer planes).
 constexpr int64_t kSlabBudget = 8 << 20;
 // Where input planes serve one output plane each (a kernel one deep: 2D convolutions), each
 // thread copies and computes bands of output rows whose padded input stays within this many
@@ -406,7 +407,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   // A slab: `slab_out` output planes and the input planes they read.
   const int64_t plane_bytes = packs * plane * static_cast<int64_t>(bb);
-  const int64_t slab_budget = kSlabBudget * static_cast<int64_t>(member) / 4;
+  const int64_t slab_budget = kSlabBudget * static_cast<int64_t>(std::min(member, es)) / 4;
   const int64_t slab_out =
       per_thread
           ? 1
