@@ -545,15 +545,38 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     }
   };
   const size_t tile_bytes = static_cast<size_t>(mr * nr * ys);
+  // Panels kept as fp16 (APanels::narrow) are widened for each slab or band a block of output
+  // channels at a time, of at most APanels::widen_budget() bytes (one MR block at least), so a
+  // layer's fp32 weights are never whole in memory.
+  const int64_t wblocks =
+      a_.narrow() ? std::clamp<int64_t>(static_cast<int64_t>(APanels::widen_budget()) / block_bytes,
+                                        1, mblocks)
+                  : mblocks;
+  // Blocks [w0, w1) of group grp's panels: kept, or widened into `widened`.
+  auto panels_at = [&](int64_t grp, int64_t w0, int64_t w1, uint8_t* widened, bool parallel_widen) {
+    const size_t first = grp * a_group_bytes_ + static_cast<size_t>(w0 * block_bytes);
+    if (!a_.narrow()) return a_.kept() + first;
+    const int64_t floats = (w1 - w0) * block_bytes / 4;
+    if (!parallel_widen) {
+      a_.widen(first, static_cast<size_t>(floats) * 4, widened);
+      return static_cast<const uint8_t*>(widened);
+    }
+    parallel_for(ctx, floats, kChunkElems, [&](int64_t b, int64_t e) {
+      a_.widen(first + static_cast<size_t>(b) * 4, static_cast<size_t>(e - b) * 4, widened + b * 4);
+    });
+    return static_cast<const uint8_t*>(widened);
+  };
 
   if (per_thread) {
     // Items (batch item, group, output plane, band), each filled and computed by one thread.
-    const APanels::Open a_open = a_.open(ctx);  // 2D kernels: few weights, widened whole
     const int64_t per_group = win.out[0] * n_bands;
     parallel(n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
+      PanelBuffer widened = a_.narrow()
+                                ? APanels::scratch(static_cast<size_t>(wblocks * block_bytes), ctx)
+                                : PanelBuffer();
       for (int64_t item = begin; item < end; ++item) {
         const int64_t n = item / (group_ * per_group), grp = item / per_group % group_,
                       oz = item % per_group / n_bands, y0 = item % n_bands * band_rows;
@@ -561,11 +584,15 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         for (int64_t pack = 0; pack < packs; ++pack)
           fill_plane(n, grp, pack, oz * sz - win.pad[0], band,
                      buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data(), false);
-        for (int64_t st = 0; st < static_cast<int64_t>(band.strips->size()); ++st)
-          compute(n, grp, oz, band, st,
-                  buf.data() + (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb),
-                  0, mblocks, a_open.data() + grp * a_group_bytes_, tile_out.data(),
-                  tile_res.data());
+        for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
+          const int64_t w1 = std::min(mblocks, w0 + wblocks);
+          const uint8_t* a_w0 = panels_at(grp, w0, w1, widened.data(), false);
+          for (int64_t st = 0; st < static_cast<int64_t>(band.strips->size()); ++st)
+            compute(
+                n, grp, oz, band, st,
+                buf.data() + (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb),
+                w0, w1, a_w0, tile_out.data(), tile_res.data());
+        }
       }
     });
     return true;
@@ -573,13 +600,6 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   const Band band = band_at(0);
   const int64_t n_strips = static_cast<int64_t>(strips.size());
-  // Panels kept as fp16 (APanels::narrow) are widened for each slab a block of output channels
-  // at a time, of at most APanels::widen_budget() bytes (one MR block at least), so a layer's
-  // fp32 weights are never whole in memory.
-  const int64_t wblocks =
-      a_.narrow() ? std::clamp<int64_t>(static_cast<int64_t>(APanels::widen_budget()) / block_bytes,
-                                        1, mblocks)
-                  : mblocks;
   PanelBuffer widened = a_.narrow()
                             ? APanels::scratch(static_cast<size_t>(wblocks * block_bytes), ctx)
                             : PanelBuffer();
@@ -604,18 +624,10 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         first_slab = false;
 
         // Blocks of output channels [w0, w1) at a time: all of them, or with fp16-kept panels
-        // as many as kWidenBudget holds, widened here.
+        // as many as the widening budget holds, widened here by the pool.
         for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
           const int64_t w1 = std::min(mblocks, w0 + wblocks), blocks = w1 - w0;
-          const size_t first = grp * a_group_bytes_ + static_cast<size_t>(w0 * block_bytes);
-          const uint8_t* a_w0 = a_.kept() + first;
-          if (a_.narrow()) {
-            parallel_for(ctx, blocks * block_bytes / 4, kChunkElems, [&](int64_t b, int64_t e) {
-              a_.widen(first + static_cast<size_t>(b) * 4, static_cast<size_t>(e - b) * 4,
-                       widened.data() + b * 4);
-            });
-            a_w0 = widened.data();
-          }
+          const uint8_t* a_w0 = panels_at(grp, w0, w1, widened.data(), true);
           // Work items: (output plane, strip, block of output channels).
           const int64_t base = outs * n_strips;
           int64_t mchunk = blocks;
