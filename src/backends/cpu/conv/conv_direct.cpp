@@ -553,18 +553,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                                         1, mblocks)
                   : mblocks;
   // Blocks [w0, w1) of group grp's panels: kept, or widened into `widened`.
-  auto panels_at = [&](int64_t grp, int64_t w0, int64_t w1, uint8_t* widened, bool parallel_widen) {
-    const size_t first = grp * a_group_bytes_ + static_cast<size_t>(w0 * block_bytes);
-    if (!a_.narrow()) return a_.kept() + first;
-    const int64_t floats = (w1 - w0) * block_bytes / 4;
-    if (!parallel_widen) {
-      a_.widen(first, static_cast<size_t>(floats) * 4, widened);
-      return static_cast<const uint8_t*>(widened);
-    }
-    parallel_for(ctx, floats, kChunkElems, [&](int64_t b, int64_t e) {
-      a_.widen(first + static_cast<size_t>(b) * 4, static_cast<size_t>(e - b) * 4, widened + b * 4);
-    });
-    return static_cast<const uint8_t*>(widened);
+  auto panels_at = [&](int64_t grp, int64_t w0, int64_t w1, uint8_t* widened, bool parallel) {
+    return a_.range(grp * a_group_bytes_ + static_cast<size_t>(w0 * block_bytes),
+                    static_cast<size_t>((w1 - w0) * block_bytes), widened, ctx, parallel);
   };
 
   if (per_thread) {

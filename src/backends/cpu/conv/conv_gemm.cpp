@@ -245,20 +245,25 @@ PanelBuffer APanels::scratch(size_t bytes, const RunContext& ctx) {
   return PanelBuffer((bytes + budget - 1) / budget * budget, ctx.panels ? ctx.panels : ctx.scratch);
 }
 
+const uint8_t* APanels::range(size_t offset, size_t bytes, uint8_t* widened, const RunContext& ctx,
+                              bool parallel) const {
+  if (!narrow_) return kept_.data() + offset;
+  if (!parallel) {
+    widen(offset, bytes, widened);
+    return widened;
+  }
+  parallel_for(ctx, static_cast<int64_t>(bytes / sizeof(float)), kChunkElems,
+               [&](int64_t b, int64_t e) {
+                 widen(offset + static_cast<size_t>(b) * sizeof(float),
+                       static_cast<size_t>(e - b) * sizeof(float), widened + b * sizeof(float));
+               });
+  return widened;
+}
+
 APanels::Open APanels::open(const RunContext& ctx) const {
   Open o;
-  if (!narrow_) {
-    o.data_ = kept_.data();
-    return o;
-  }
-  o.widened_ = scratch(bytes_, ctx);
-  uint8_t* dst = o.widened_.data();
-  parallel_for(ctx, static_cast<int64_t>(bytes_ / sizeof(float)), kChunkElems,
-               [&](int64_t b, int64_t e) {
-                 widen(static_cast<size_t>(b) * sizeof(float),
-                       static_cast<size_t>(e - b) * sizeof(float), dst + b * sizeof(float));
-               });
-  o.data_ = dst;
+  if (narrow_) o.widened_ = scratch(bytes_, ctx);
+  o.data_ = range(0, bytes_, o.widened_.data(), ctx, true);
   return o;
 }
 
@@ -453,12 +458,9 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
       for (int64_t w0 = ms * mchunk; w0 < mb_end; w0 += wblocks) {
         const int64_t w1 = std::min(mb_end, w0 + wblocks);
         // The panels of blocks [w0, w1) of the group, kept or widened.
-        const size_t first = grp * a_group_bytes_ + static_cast<size_t>(w0) * block_bytes;
-        const uint8_t* a_w0 = a_.kept() + first;
-        if (a_.narrow()) {
-          a_.widen(first, static_cast<size_t>(w1 - w0) * block_bytes, widened.data());
-          a_w0 = widened.data();
-        }
+        const uint8_t* a_w0 =
+            a_.range(grp * a_group_bytes_ + static_cast<size_t>(w0) * block_bytes,
+                     static_cast<size_t>(w1 - w0) * block_bytes, widened.data(), ctx, false);
         for (int64_t st = 0; st * nr < cols; ++st) {
           const uint8_t* b = panel.data() + st * steps * nr * bb;
           const size_t nc = static_cast<size_t>(std::min(nr, cols - st * nr));

@@ -116,6 +116,10 @@ class APanels {
   const uint8_t* kept() const { return kept_.data(); }
   /// Bytes [offset, offset + bytes) of the layout, widened to fp32 at dst (narrow() only).
   void widen(size_t offset, size_t bytes, uint8_t* dst) const;
+  /// Bytes [offset, offset + bytes) of the layout for the kernels: the kept ones, or widened into
+  /// `widened` (on ctx's pool when `parallel`, else by the calling thread).
+  const uint8_t* range(size_t offset, size_t bytes, uint8_t* widened, const RunContext& ctx,
+                       bool parallel) const;
   /// The panels in the row's layout, for one call.
   class Open {
    public:
