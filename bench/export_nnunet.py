@@ -16,10 +16,8 @@ on a 64^3 input in each precision and prints the relative L2 error against torch
     NODE_PATH=bench/node_modules node bench/ort_bench.js /tmp/nnunet/nnunet.onnx --shape 1x1x128x128x128 --threads 1
 """
 import os
-import subprocess
 import sys
 
-import numpy as np
 import onnx
 import torch
 from torch import nn
@@ -28,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import fp16_convert  # noqa: E402
 import make_fixtures  # noqa: E402
+from model_check import check  # noqa: E402
 
 FEATURES = (32, 64, 128, 256, 320, 320)
 RESENC_BLOCKS = (1, 3, 4, 6, 6, 6)
@@ -86,26 +85,6 @@ class NnUNet(nn.Module):
         return self.seg(x)
 
 
-def check(model, out, name):
-    """voxrt against torch in float64 on one 64^3 input. With random weights the scores have no
-    decisive margins, so only the relative L2 error means much (argmax agreement is printed too)."""
-    x = np.random.default_rng(3).standard_normal((1, 1, 64, 64, 64)).astype(np.float32)
-    with torch.no_grad():
-        ref = model.double()(torch.from_numpy(x).double()).numpy()
-    voxrt = os.path.join(ROOT, "build", "voxrt")
-    for suffix, dtype, precision in [("", np.float32, "model"), ("_fp16", np.float16, "model"),
-                                     ("_fp16", np.float16, "model+bf16")]:
-        xin, yout = os.path.join(out, "check_input.npy"), os.path.join(out, "check_output.npy")
-        np.save(xin, x.astype(dtype))
-        subprocess.run([voxrt, "run", os.path.join(out, name + suffix + ".onnx"), "--input", "input=" + xin,
-                        "--output", yout, "--precision", precision, "--threads", "2"], check=True,
-                       stdout=subprocess.DEVNULL)
-        y = np.load(yout).astype(np.float64)
-        rel = np.linalg.norm(y - ref) / np.linalg.norm(ref)
-        agree = (y.argmax(1) == ref.argmax(1)).mean()
-        print(f"{name}{suffix} --precision {precision}: relative L2 {rel:.3g}, argmax agreement {agree:.5f}")
-
-
 def main():
     args = [a for a in sys.argv[1:] if a not in ("--resenc", "--check")]
     residual = "--resenc" in sys.argv[1:]
@@ -120,7 +99,7 @@ def main():
     onnx.save(fp16_convert.convert_float_to_float16(onnx.load(path)), os.path.join(out, name + "_fp16.onnx"))
     print(f"{path}: {sum(p.numel() for p in model.parameters())} parameters")
     if "--check" in sys.argv[1:]:
-        check(model, out, name)
+        check(model, out, name, (1, 1, 64, 64, 64))
 
 
 if __name__ == "__main__":
