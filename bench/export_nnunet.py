@@ -18,15 +18,13 @@ on a 64^3 input in each precision and prints the relative L2 error against torch
 import os
 import sys
 
-import onnx
 import torch
 from torch import nn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import fp16_convert  # noqa: E402
 import make_fixtures  # noqa: E402
-from model_check import check  # noqa: E402
+from export_common import write  # noqa: E402
 
 FEATURES = (32, 64, 128, 256, 320, 320)
 RESENC_BLOCKS = (1, 3, 4, 6, 6, 6)
@@ -88,18 +86,9 @@ class NnUNet(nn.Module):
 def main():
     args = [a for a in sys.argv[1:] if a not in ("--resenc", "--check")]
     residual = "--resenc" in sys.argv[1:]
-    out = args[0] if args else "/tmp/nnunet"
-    name = "nnunet_resenc" if residual else "nnunet"
-    os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
-    model = NnUNet(residual)
-    model.eval()
-    path = os.path.join(out, name + ".onnx")
-    make_fixtures.export(model, (64, 64, 64), 17, path, False)
-    onnx.save(fp16_convert.convert_float_to_float16(onnx.load(path)), os.path.join(out, name + "_fp16.onnx"))
-    print(f"{path}: {sum(p.numel() for p in model.parameters())} parameters")
-    if "--check" in sys.argv[1:]:
-        check(model, out, name, (1, 1, 64, 64, 64))
+    write(NnUNet(residual), args[0] if args else "/tmp/nnunet", "nnunet_resenc" if residual else "nnunet",
+          (1, 1, 64, 64, 64), "--check" in sys.argv[1:])
 
 
 if __name__ == "__main__":

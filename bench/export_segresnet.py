@@ -10,17 +10,12 @@ torch in float64 on a 64^3 input:
     build/voxrt profile /tmp/segresnet/segresnet.onnx --shape input=1x4x128x128x128 --compare fp32 --threads 1
     bench/compare_onnxruntime --models /tmp/segresnet/segresnet --size3d 128
 """
-import os
 import sys
 
-import onnx
 import torch
 from torch import nn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import fp16_convert  # noqa: E402
-from model_check import check  # noqa: E402
+from export_common import write
 
 IN_CHANNELS, CLASSES, FILTERS = 4, 3, 16
 BLOCKS_DOWN, BLOCKS_UP = (1, 2, 2, 4), (1, 1, 1)
@@ -76,20 +71,9 @@ class SegResNet(nn.Module):
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--check"]
-    out = args[0] if args else "/tmp/segresnet"
-    os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
-    model = SegResNet()
-    model.eval()
-    path = os.path.join(out, "segresnet.onnx")
-    dynamic = {0: "batch", 2: "depth", 3: "height", 4: "width"}
-    torch.onnx.export(model, torch.randn(1, IN_CHANNELS, 64, 64, 64), path, opset_version=17,
-                      input_names=["input"], output_names=["output"],
-                      dynamic_axes={"input": dynamic, "output": dynamic})
-    onnx.save(fp16_convert.convert_float_to_float16(onnx.load(path)), os.path.join(out, "segresnet_fp16.onnx"))
-    print(f"{path}: {sum(p.numel() for p in model.parameters())} parameters")
-    if "--check" in sys.argv[1:]:
-        check(model, out, "segresnet", (1, IN_CHANNELS, 64, 64, 64))
+    write(SegResNet(), args[0] if args else "/tmp/segresnet", "segresnet", (1, IN_CHANNELS, 64, 64, 64),
+          "--check" in sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,11 +1,32 @@
-"""voxrt against torch in float64, for the bench/export_*.py scripts' --check."""
+"""What bench/export_nnunet.py and bench/export_segresnet.py share: writing a torch network as
+NAME.onnx and NAME_fp16.onnx, and their --check against torch in float64."""
 import os
 import subprocess
+import sys
 
 import numpy as np
+import onnx
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import fp16_convert  # noqa: E402
+
+
+def write(model, out, name, shape, check_after):
+    """Exports `model` (eval mode) for inputs of `shape` (batch and spatial axes dynamic) to
+    out/NAME.onnx at opset 17, converts it as tools/fp16_convert.py does to out/NAME_fp16.onnx,
+    and with `check_after` runs check() on them."""
+    os.makedirs(out, exist_ok=True)
+    model.eval()
+    path = os.path.join(out, name + ".onnx")
+    dynamic = {0: "batch", 2: "depth", 3: "height", 4: "width"}
+    torch.onnx.export(model, torch.randn(shape), path, opset_version=17, input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": dynamic, "output": dynamic})
+    onnx.save(fp16_convert.convert_float_to_float16(onnx.load(path)), os.path.join(out, name + "_fp16.onnx"))
+    print(f"{path}: {sum(p.numel() for p in model.parameters())} parameters")
+    if check_after:
+        check(model, out, name, shape)
 
 
 def check(model, out, name, shape):
