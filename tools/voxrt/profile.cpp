@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "core/half.h"
 
 namespace voxrt::cli {
 
@@ -43,6 +45,13 @@ struct NodeStat {
   double median_ms = 0;
 };
 
+// One output of the last profiled run, as doubles (float outputs only).
+struct OutputValues {
+  std::string name;
+  Shape shape;
+  std::vector<double> values;
+};
+
 struct PrecisionProfile {
   std::string label;
   std::vector<std::string> order;  // node keys in execution order
@@ -50,7 +59,22 @@ struct PrecisionProfile {
   std::vector<double> run_ms;
   int64_t macs = 0;
   double total_ms = 0;  // sum of the node medians
+  std::vector<OutputValues> outputs;
 };
+
+// The values of a float32 or float16 tensor; empty for other dtypes.
+std::vector<double> float_values(const Tensor& t) {
+  std::vector<double> v;
+  if (t.dtype() == DType::f32) {
+    const float* p = t.data<float>();
+    v.assign(p, p + t.numel());
+  } else if (t.dtype() == DType::f16) {
+    const uint16_t* p = t.data<uint16_t>();
+    v.reserve(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) v.push_back(half_to_float(p[i]));
+  }
+  return v;
+}
 
 // Node names identify a node across precisions; unnamed or repeated ones get the op type and a
 // count so that the key stays unique within a run.
@@ -105,6 +129,8 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
     p.total_ms += st.median_ms;
     p.macs += st.macs;
   }
+  for (const NamedTensor& o : out)
+    p.outputs.push_back({o.name, o.tensor.shape(), float_values(o.tensor)});
   return p;
 }
 
@@ -262,6 +288,51 @@ void print_totals(const std::vector<PrecisionProfile>& ps) {
   std::printf("\n");
 }
 
+// Each precision's outputs against the first one's, on the same random inputs: the relative L2
+// error and, for outputs with channels on axis 1 (segmentation scores), how many positions pick
+// the same channel.
+void print_accuracy(const std::vector<PrecisionProfile>& ps) {
+  if (ps.size() < 2) return;
+  std::printf(
+      "\noutputs against %s on the same random inputs (a trained model on real data may differ):\n",
+      ps[0].label.c_str());
+  for (size_t k = 1; k < ps.size(); ++k)
+    for (size_t o = 0; o < ps[k].outputs.size() && o < ps[0].outputs.size(); ++o) {
+      const OutputValues &a = ps[0].outputs[o], &b = ps[k].outputs[o];
+      std::printf("%-12s %-20s", ps[k].label.c_str(), ("'" + b.name + "'").c_str());
+      if (a.values.empty() || a.values.size() != b.values.size()) {
+        std::printf("  not compared (not float, or shapes differ)\n");
+        continue;
+      }
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < a.values.size(); ++i) {
+        diff += (a.values[i] - b.values[i]) * (a.values[i] - b.values[i]);
+        norm += a.values[i] * a.values[i];
+      }
+      std::printf("  relative L2 %.2e", norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff));
+      if (a.shape.size() >= 2 && a.shape[1] > 1) {
+        const int64_t c = a.shape[1],
+                      inner = static_cast<int64_t>(a.values.size()) / (a.shape[0] * c);
+        int64_t same = 0, total = 0;
+        for (int64_t n = 0; n < a.shape[0]; ++n)
+          for (int64_t i = 0; i < inner; ++i, ++total) {
+            int64_t ia = 0, ib = 0;
+            for (int64_t ch = 1; ch < c; ++ch) {
+              const size_t at = static_cast<size_t>((n * c + ch) * inner + i);
+              if (a.values[at] > a.values[static_cast<size_t>((n * c + ia) * inner + i)]) ia = ch;
+              if (b.values[at] > b.values[static_cast<size_t>((n * c + ib) * inner + i)]) ib = ch;
+            }
+            same += ia == ib;
+          }
+        std::printf(
+            "  argmax over axis 1 agrees at %.3f%% of %lld positions",
+            100.0 * static_cast<double>(same) / static_cast<double>(std::max<int64_t>(1, total)),
+            static_cast<long long>(total));
+      }
+      std::printf("\n");
+    }
+}
+
 }  // namespace
 
 void write_chrome_trace(const std::string& path, const std::string& title,
@@ -331,6 +402,7 @@ int cmd_profile(const std::string& model, const std::vector<std::string>& shapes
   print_node_table(ps);
   print_op_table(ps);
   print_totals(ps);
+  print_accuracy(ps);
   return 0;
 }
 
