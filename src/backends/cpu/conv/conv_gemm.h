@@ -232,9 +232,9 @@ class ConvTransposeGemm {
   }
 
  private:
+  // Widens fp16-kept panels a chunk at a time, as its work items need them.
+  void run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
   // `a`: the packed panels, open for the call.
-  void run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y,
-                    const uint8_t* a) const;
   void run_overlapping(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y,
                        const uint8_t* a) const;
 

@@ -199,17 +199,18 @@ ConvTransposeGemm::ConvTransposeGemm(const GemmKernel& g, Isa isa, const Tensor&
 void ConvTransposeGemm::run(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
                             Tensor& y) const {
   if (x.dim(0) == 0 || y.numel() == 0) return;
+  if (disjoint_taps(win)) {
+    run_disjoint(ctx, win, x, y);
+    return;
+  }
   const APanels::Open a = a_.open(ctx);
-  if (disjoint_taps(win))
-    run_disjoint(ctx, win, x, y, a.data());
-  else
-    run_overlapping(ctx, win, x, y, a.data());
+  run_overlapping(ctx, win, x, y, a.data());
 }
 
 // Kernel equal to stride: every output element comes from exactly one (input position, tap), so
 // the kernel adds the bias and the tiles are copied to their places.
 void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
-                                     Tensor& y, const uint8_t* a_panels) const {
+                                     Tensor& y) const {
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.dim(0), cg = c_ / group_, m_out = mg_ * group_;
   const int64_t s_in = win.in_size(), s_out = win.out_size();
@@ -233,6 +234,8 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
     std::vector<InputRun> runs;
     std::vector<Dest> dests;
     int64_t packed = -1;
+    // fp16-kept panels: the item's chunk widened here.
+    PanelBuffer widened = a_.narrow() ? APanels::scratch(a_chunk_bytes_, ctx) : PanelBuffer();
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ch = item % chunks, rest = item / chunks;
       const int64_t tl = rest % t.tiles, grp = (rest / t.tiles) % group_,
@@ -245,7 +248,8 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
         packed = rest;
       }
       const int64_t rows = std::min(chunk_, mg_ - ch * chunk_) * kvol_;
-      const uint8_t* a = a_panels + (grp * chunks + ch) * a_chunk_bytes_;
+      const uint8_t* a = a_.range((grp * chunks + ch) * a_chunk_bytes_, a_chunk_bytes_,
+                                  widened.data(), ctx, false);
       const float* bias = bias_rows_.data() + (grp * chunks + ch) * rows_full;
       for (int64_t r0 = 0; r0 < rows; r0 += mr) {
         const int64_t mrr = std::min(mr, rows - r0);
