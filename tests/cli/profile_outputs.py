@@ -3,19 +3,36 @@
 
 A precision against itself must give a relative L2 error of exactly zero and every argmax the
 same (the comparison is of like with like, on the same inputs); fp16 against fp32 must give a
-small error that is not zero (the two runs really differ).
+small error that is not zero (the two runs really differ). The same with the input read from an
+.npy file (`--input`), which must be what runs: an input of zeros gives another error than the
+random one. `--shape` and `--input` together are refused.
 
-usage: profile_outputs.py VOXRT MODEL SHAPE
+usage: profile_outputs.py VOXRT MODEL SHAPE (a float32 model with one input, SHAPE name=NxCxHxW)
 """
+import math
+import os
 import re
+import struct
 import subprocess
 import sys
+import tempfile
 
 voxrt, model, shape = sys.argv[1:4]
+name, dims = shape.split("=")
+dims = [int(d) for d in dims.split("x")]
 
 
-def compared(precisions):
-    r = subprocess.run([voxrt, "profile", model, "--shape", shape, "--compare", precisions, "--runs", "1",
+def write_npy(path, values):
+    """A float32 .npy file of shape `dims` (format 1.0, C order), without numpy."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % ", ".join(map(str, dims))
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack(f"<{len(values)}f", *values))
+
+
+def compared(precisions, source):
+    r = subprocess.run([voxrt, "profile", model, *source, "--compare", precisions, "--runs", "1",
                         "--warmup", "0", "--threads", "1"], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"voxrt profile failed: {r.stderr.strip()}")
@@ -28,11 +45,30 @@ def compared(precisions):
     return float(rel), float(agree), int(positions)
 
 
-rel, agree, positions = compared("fp32,fp32")
+random = ["--shape", shape]
+rel, agree, positions = compared("fp32,fp32", random)
 if rel != 0 or agree != 100:
     sys.exit(f"fp32 against itself: relative L2 {rel}, argmax agreement {agree}%")
-rel16, agree16, positions16 = compared("fp32,fp16")
+rel16, agree16, positions16 = compared("fp32,fp16", random)
 if not 0 < rel16 < 1e-2:
     sys.exit(f"fp16 against fp32: relative L2 {rel16}, expected above 0 and below 1e-2")
 if positions16 != positions or agree16 < 99:
     sys.exit(f"fp16 against fp32: argmax agreement {agree16}% of {positions16} positions")
+
+count = math.prod(dims)
+with tempfile.TemporaryDirectory() as tmp:
+    smooth, zeros = os.path.join(tmp, "smooth.npy"), os.path.join(tmp, "zeros.npy")
+    write_npy(smooth, [math.sin(0.05 * i) for i in range(count)])
+    write_npy(zeros, [0.0] * count)
+    rel, agree, _ = compared("fp32,fp32", ["--input", f"{name}={smooth}"])
+    if rel != 0 or agree != 100:
+        sys.exit(f"fp32 against itself on --input: relative L2 {rel}, argmax agreement {agree}%")
+    rel_smooth, _, _ = compared("fp32,fp16", ["--input", f"{name}={smooth}"])
+    rel_zeros, _, _ = compared("fp32,fp16", ["--input", f"{name}={zeros}"])
+    if not 0 < rel_smooth < 1e-2 or rel_smooth in (rel16, rel_zeros):
+        sys.exit(f"fp16 against fp32 on --input: relative L2 {rel_smooth} (random inputs {rel16}, "
+                 f"zeros {rel_zeros}): the file's values did not run")
+    both = subprocess.run([voxrt, "profile", model, "--shape", shape, "--input", f"{name}={smooth}"],
+                          capture_output=True, text=True)
+    if both.returncode == 0 or "not both" not in both.stderr:
+        sys.exit(f"--shape with --input: exit {both.returncode}, {both.stderr.strip()}")

@@ -49,6 +49,9 @@ int64_t file_rss_bytes();
 
 int cmd_info(const std::string& model, const std::vector<std::string>& shapes, bool passes,
              const std::string& precision);
+/// The model's inputs from `name=file.npy` arguments (the name may be left out for a model with
+/// one input), each checked against the input's dtype.
+std::vector<NamedTensor> read_inputs(const std::vector<std::string>& inputs, const Session& s);
 int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
             const std::vector<std::string>& outputs, const std::string& precision, int threads);
 /// With a non-empty profile_path, the timed runs are profiled and written there as a Chrome trace.

@@ -89,12 +89,7 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
   return 0;
 }
 
-int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
-            const std::vector<std::string>& outputs, const std::string& precision, int threads) {
-  SessionOptions opt;
-  apply_precision(precision, opt);
-  opt.threads = threads;
-  Session s(model, opt);
+std::vector<NamedTensor> read_inputs(const std::vector<std::string>& inputs, const Session& s) {
   std::vector<NamedTensor> in;
   for (const std::string& a : inputs) {
     size_t eq = a.find('=');
@@ -109,6 +104,16 @@ int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
                     ", input '" + name + "' takes " + std::string(dtype_name(io.dtype)));
     in.push_back({name, std::move(t)});
   }
+  return in;
+}
+
+int cmd_run(const std::string& model, const std::vector<std::string>& inputs,
+            const std::vector<std::string>& outputs, const std::string& precision, int threads) {
+  SessionOptions opt;
+  apply_precision(precision, opt);
+  opt.threads = threads;
+  Session s(model, opt);
+  std::vector<NamedTensor> in = read_inputs(inputs, s);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out = s.run(in);
   double ms =

@@ -62,7 +62,10 @@ int main(int argc, char** argv) {
                                          "voxrt profile unet.onnx --shape input=1x1x96x96x96 "
                                          "--compare fp32,fp16,fp16+bf16");
   profile->add_option("model", model, "ONNX model")->required()->check(CLI::ExistingFile);
-  profile->add_option("--shape", shapes, "input shape, name=1x1x96x96x96");
+  profile->add_option("--shape", shapes, "input shape, name=1x1x96x96x96 (random inputs)");
+  profile->add_option("--input", inputs,
+                      "name=file.npy instead of random inputs (the name may be left out for one "
+                      "input): the output comparison then measures real data");
   profile
       ->add_option("--compare", compare,
                    std::string("precisions to run, the first the baseline: ") + kPrecisionHelp)
@@ -95,7 +98,7 @@ int main(int argc, char** argv) {
     if (*info) return cmd_info(model, shapes, passes, precision);
     if (*run) return cmd_run(model, inputs, outputs, precision, threads);
     if (*bench) return cmd_bench(model, shapes, precision, threads, runs, warmup, profile_path);
-    if (*profile) return cmd_profile(model, shapes, compare, threads, runs, warmup);
+    if (*profile) return cmd_profile(model, shapes, inputs, compare, threads, runs, warmup);
     if (*convert) return cmd_convert(in_path, out_path, fp16, keep_io, block_ops);
     if (*segment) return cmd_segment(segment_args);
     if (*dice) return cmd_dice(dice_args);

@@ -90,6 +90,7 @@ std::vector<std::string> node_keys(const std::vector<NodeProfile>& run) {
 }
 
 PrecisionProfile profile_precision(const std::string& model, const std::vector<std::string>& shapes,
+                                   const std::vector<std::string>& inputs,
                                    const std::string& precision, int threads, int runs, int warmup,
                                    std::vector<std::pair<std::string, Shape>>& bound) {
   SessionOptions opt;
@@ -97,8 +98,15 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
   opt.threads = threads;
   opt.profiling = true;
   Session s(model, opt);
-  bound = resolve_shapes(shapes, s);
-  std::vector<NamedTensor> in = random_inputs(bound, s);
+  std::vector<NamedTensor> in;
+  if (inputs.empty()) {
+    bound = resolve_shapes(shapes, s);
+    in = random_inputs(bound, s);
+  } else {
+    in = read_inputs(inputs, s);
+    bound.clear();
+    for (const NamedTensor& t : in) bound.emplace_back(t.name, t.tensor.shape());
+  }
   std::vector<NamedTensor> out = output_buffers(bound, s);
   for (int i = 0; i < warmup; ++i) s.run(in, out);
   PrecisionProfile p;
@@ -291,11 +299,11 @@ void print_totals(const std::vector<PrecisionProfile>& ps) {
 // Each precision's outputs against the first one's, on the same random inputs: the relative L2
 // error and, for outputs with channels on axis 1 (segmentation scores), how many positions pick
 // the same channel.
-void print_accuracy(const std::vector<PrecisionProfile>& ps) {
+void print_accuracy(const std::vector<PrecisionProfile>& ps, bool random) {
   if (ps.size() < 2) return;
   std::printf(
-      "\noutputs against %s on the same random inputs (a trained model on real data may differ):\n",
-      ps[0].label.c_str());
+      "\noutputs against %s on the same inputs%s:\n", ps[0].label.c_str(),
+      random ? " (random ones: a trained model on real data, --input, may differ)" : " (--input)");
   for (size_t k = 1; k < ps.size(); ++k)
     for (size_t o = 0; o < ps[k].outputs.size() && o < ps[0].outputs.size(); ++o) {
       const OutputValues &a = ps[0].outputs[o], &b = ps[k].outputs[o];
@@ -380,12 +388,15 @@ void write_chrome_trace(const std::string& path, const std::string& title,
 }
 
 int cmd_profile(const std::string& model, const std::vector<std::string>& shapes,
-                const std::vector<std::string>& precisions, int threads, int runs, int warmup) {
+                const std::vector<std::string>& inputs, const std::vector<std::string>& precisions,
+                int threads, int runs, int warmup) {
   if (precisions.empty()) throw Error("profile: --compare needs at least one precision");
+  if (!shapes.empty() && !inputs.empty())
+    throw Error("profile: give --shape (random inputs) or --input (.npy files), not both");
   std::vector<PrecisionProfile> ps;
   std::vector<std::pair<std::string, Shape>> bound;
   for (const std::string& p : precisions)
-    ps.push_back(profile_precision(model, shapes, p, threads, runs, warmup, bound));
+    ps.push_back(profile_precision(model, shapes, inputs, p, threads, runs, warmup, bound));
   std::printf("model %s  threads %d  shape", model.c_str(), threads);
   for (const auto& [name, shape] : bound)
     std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
@@ -402,7 +413,7 @@ int cmd_profile(const std::string& model, const std::vector<std::string>& shapes
   print_node_table(ps);
   print_op_table(ps);
   print_totals(ps);
-  print_accuracy(ps);
+  print_accuracy(ps, inputs.empty());
   return 0;
 }
 

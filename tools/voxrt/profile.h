@@ -25,8 +25,10 @@ void write_chrome_trace(const std::string& path, const std::string& title,
 
 /// `voxrt profile`: runs the model at each precision (warm-up, then `runs` profiled runs) and
 /// prints per node the median milliseconds, GFLOP/s, share of the total and kernel, with the
-/// speedup of each later precision over the first.
+/// speedup of each later precision over the first, then each precision's outputs against the
+/// first's. The inputs are random at `shapes`, or read from .npy files (`inputs`, name=file.npy).
 int cmd_profile(const std::string& model, const std::vector<std::string>& shapes,
-                const std::vector<std::string>& precisions, int threads, int runs, int warmup);
+                const std::vector<std::string>& inputs, const std::vector<std::string>& precisions,
+                int threads, int runs, int warmup);
 
 }  // namespace voxrt::cli
