@@ -296,7 +296,7 @@ void print_totals(const std::vector<PrecisionProfile>& ps) {
   std::printf("\n");
 }
 
-// Each precision's outputs against the first one's, on the same random inputs: the relative L2
+// Each precision's outputs against the first one's, on the same inputs: the relative L2
 // error and, for outputs with channels on axis 1 (segmentation scores), how many positions pick
 // the same channel.
 void print_accuracy(const std::vector<PrecisionProfile>& ps, bool random) {
