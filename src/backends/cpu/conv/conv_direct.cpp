@@ -548,10 +548,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // Panels kept as fp16 (APanels::narrow) are widened for each slab or band a block of output
   // channels at a time, of at most APanels::widen_budget() bytes (one MR block at least), so a
   // layer's fp32 weights are never whole in memory.
-  const int64_t wblocks =
-      a_.narrow() ? std::clamp<int64_t>(static_cast<int64_t>(APanels::widen_budget()) / block_bytes,
-                                        1, mblocks)
-                  : mblocks;
+  const int64_t wblocks = a_.blocks_at_once(block_bytes, mblocks);
   // Blocks [w0, w1) of group grp's panels: kept, or widened into `widened`.
   auto panels_at = [&](int64_t grp, int64_t w0, int64_t w1, uint8_t* widened, bool parallel) {
     return a_.range(grp * a_group_bytes_ + static_cast<size_t>(w0 * block_bytes),
@@ -565,9 +562,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       BufferSlots::Lease buf(slots);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
-      PanelBuffer widened = a_.narrow()
-                                ? APanels::scratch(static_cast<size_t>(wblocks * block_bytes), ctx)
-                                : PanelBuffer();
+      PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
       for (int64_t item = begin; item < end; ++item) {
         const int64_t n = item / (group_ * per_group), grp = item / per_group % group_,
                       oz = item % per_group / n_bands, y0 = item % n_bands * band_rows;
@@ -591,9 +586,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   const Band band = band_at(0);
   const int64_t n_strips = static_cast<int64_t>(strips.size());
-  PanelBuffer widened = a_.narrow()
-                            ? APanels::scratch(static_cast<size_t>(wblocks * block_bytes), ctx)
-                            : PanelBuffer();
+  PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
   uint8_t* padded = slots.data(0);
   // Every slab has the same layout: the first one's fill writes the padding's zeros, which the
   // copies of the next ones leave in place.

@@ -240,7 +240,15 @@ size_t APanels::set_widen_budget(size_t bytes) {
   return widen_budget_bytes.exchange(std::max<size_t>(bytes, 64));
 }
 
-PanelBuffer APanels::scratch(size_t bytes, const RunContext& ctx) {
+int64_t APanels::blocks_at_once(int64_t block_bytes, int64_t all) const {
+  if (!narrow_) return all;
+  return std::clamp<int64_t>(
+      static_cast<int64_t>(widen_budget()) / std::max<int64_t>(1, block_bytes), 1,
+      std::max<int64_t>(1, all));
+}
+
+PanelBuffer APanels::scratch(size_t bytes, const RunContext& ctx) const {
+  if (!narrow_) return PanelBuffer();
   const size_t budget = widen_budget();
   return PanelBuffer((bytes + budget - 1) / budget * budget, ctx.panels ? ctx.panels : ctx.scratch);
 }
@@ -262,7 +270,7 @@ const uint8_t* APanels::range(size_t offset, size_t bytes, uint8_t* widened, con
 
 APanels::Open APanels::open(const RunContext& ctx) const {
   Open o;
-  if (narrow_) o.widened_ = scratch(bytes_, ctx);
+  o.widened_ = scratch(bytes_, ctx);
   o.data_ = range(0, bytes_, o.widened_.data(), ctx, true);
   return o;
 }
@@ -437,13 +445,8 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
     // fp16-kept panels: the item's blocks of output channels widened here, at most
     // APanels::widen_budget() bytes (one MR block at least) at a time.
     const size_t block_bytes = static_cast<size_t>(mr * steps) * ab;
-    const int64_t wblocks =
-        a_.narrow() ? std::clamp<int64_t>(
-                          static_cast<int64_t>(APanels::widen_budget() / block_bytes), 1, mchunk)
-                    : mchunk;
-    PanelBuffer widened = a_.narrow()
-                              ? APanels::scratch(static_cast<size_t>(wblocks) * block_bytes, ctx)
-                              : PanelBuffer();
+    const int64_t wblocks = a_.blocks_at_once(static_cast<int64_t>(block_bytes), mchunk);
+    PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * block_bytes, ctx);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ms = item % msplit, rest = item / msplit;
       const int64_t tile = rest % tiles, grp = (rest / tiles) % group_, n = rest / tiles / group_;

@@ -138,10 +138,14 @@ class APanels {
   /// Sets widen_budget() and returns the previous one: tests make it small, so that small
   /// layers take the blocked widening large ones take.
   static size_t set_widen_budget(size_t bytes);
-  /// A scratch block of at least `bytes` for widened panels, from RunContext::panels: whole
-  /// widen_budget()s, so that the layers' blocks share a few sizes the cache reuses instead of
-  /// piling up a block per layer (pages past what a layer writes are never touched).
-  static PanelBuffer scratch(size_t bytes, const RunContext& ctx);
+  /// Where range() widens up to `bytes` of panels: a scratch block from RunContext::panels in
+  /// whole widen_budget()s, so that the layers' blocks share a few sizes the cache reuses instead
+  /// of piling up a block per layer (pages past what a layer writes are never touched); an empty
+  /// buffer where the panels are kept in the row's layout.
+  PanelBuffer scratch(size_t bytes, const RunContext& ctx) const;
+  /// How many blocks of `block_bytes` a driver takes at a time, at most `all`: all of them where
+  /// the panels are kept in the row's layout, else as many as widen_budget() holds (one at least).
+  int64_t blocks_at_once(int64_t block_bytes, int64_t all) const;
 
  private:
   void narrow(size_t offset, const std::vector<float>& values);

@@ -235,7 +235,7 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
     std::vector<Dest> dests;
     int64_t packed = -1;
     // fp16-kept panels: the item's chunk widened here.
-    PanelBuffer widened = a_.narrow() ? APanels::scratch(a_chunk_bytes_, ctx) : PanelBuffer();
+    PanelBuffer widened = a_.scratch(a_chunk_bytes_, ctx);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ch = item % chunks, rest = item / chunks;
       const int64_t tl = rest % t.tiles, grp = (rest / t.tiles) % group_,
