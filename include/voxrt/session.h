@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -115,6 +116,14 @@ class Session {
   std::vector<Tensor> run(const std::vector<NamedTensor>& inputs) const;
   /// Runs into caller-owned outputs (zero copy): each tensor must have the exact dtype and shape.
   void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) const;
+  /// Sees each value a node wrote, as the run goes: the node's name, the value's name (both after
+  /// the graph passes) and the tensor, valid only during the call.
+  using ValueObserver =
+      std::function<void(const std::string& node, const std::string& value, const Tensor& t)>;
+  /// run(inputs, outputs) calling `observe` after each node (for accuracy studies: the
+  /// intermediate values of two precisions side by side).
+  void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs,
+           const ValueObserver& observe) const;
   /// Output shapes a run on inputs of these shapes would produce, without computing them.
   std::vector<Shape> output_shapes(
       const std::vector<std::pair<std::string, Shape>>& input_shapes) const;

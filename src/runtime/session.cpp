@@ -129,7 +129,7 @@ std::vector<Shape> Session::Impl::input_shapes(const std::vector<NamedTensor>& i
 }
 
 void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out,
-                            bool caller_outputs) const {
+                            bool caller_outputs, const ValueObserver* observe) const {
   const ir::Graph& g = model.graph;
   std::vector<Shape> shapes = input_shapes(in);
   std::shared_ptr<const Plan> plan = plan_for(shapes, shape_values(in));
@@ -173,6 +173,8 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       vals[static_cast<size_t>(o)] = Tensor::view(
           *g.values[static_cast<size_t>(o)].dtype, plan->shapes[static_cast<size_t>(o)],
           arena + plan->arena_offset[static_cast<size_t>(o)]);
+      if (observe)
+        (*observe)(n.name, g.values[static_cast<size_t>(o)].name, vals[static_cast<size_t>(o)]);
       continue;
     }
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
@@ -218,6 +220,10 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       np.macs = op.macs(metas, np.output_shapes);
       profile.push_back(std::move(np));
     }
+    if (observe)
+      for (size_t o = 0; o < n.outputs.size(); ++o)
+        if (n.outputs[o] >= 0)
+          (*observe)(n.name, g.values[static_cast<size_t>(n.outputs[o])].name, outs[o]);
     for (size_t o = 0; o < n.outputs.size(); ++o)
       if (n.outputs[o] >= 0) vals[static_cast<size_t>(n.outputs[o])] = std::move(outs[o]);
     for (int v : n.inputs)
@@ -278,6 +284,11 @@ std::vector<Tensor> Session::run(const std::vector<NamedTensor>& inputs) const {
 }
 
 void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) const {
+  run(inputs, outputs, ValueObserver());
+}
+
+void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs,
+                  const ValueObserver& observe) const {
   const auto& outs = impl_->outputs;
   std::vector<Tensor> buffers(outs.size());
   std::vector<char> seen(outs.size(), 0);
@@ -294,7 +305,7 @@ void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTenso
     if (!seen[k])
       throw Error("model '" + impl_->model.graph.model_name + "', output '" + outs[k].name +
                   "': no buffer given for it");
-  impl_->execute(inputs, buffers, true);
+  impl_->execute(inputs, buffers, true, observe ? &observe : nullptr);
 }
 
 std::vector<Shape> Session::output_shapes(

@@ -42,8 +42,8 @@ struct Session::Impl {
   std::vector<Shape> input_shapes(const std::vector<NamedTensor>& in) const;
   /// Per graph input: the tensor if its values join the plan key, else nullptr.
   std::vector<const Tensor*> shape_values(const std::vector<NamedTensor>& in) const;
-  void execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out,
-               bool caller_outputs) const;
+  void execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out, bool caller_outputs,
+               const ValueObserver* observe = nullptr) const;
 };
 
 }  // namespace voxrt

@@ -3,7 +3,10 @@
 
 A precision against itself must give a relative L2 error of exactly zero and every argmax the
 same (the comparison is of like with like, on the same inputs); fp16 against fp32 must give a
-small error that is not zero (the two runs really differ). The same with the input read from an
+small error that is not zero (the two runs really differ). Per node likewise: each node's value
+against the first precision's (the `err` cells, the only ones in scientific notation) is exactly
+zero for a precision against itself, above zero and below 1e-2 for fp16, and the output node's
+cell is the output's own error. The same with the input read from an
 .npy file (`--input`), which must be what runs: an input of zeros gives another error than the
 random one. `--shape` and `--input` together are refused.
 
@@ -31,11 +34,14 @@ def write_npy(path, values):
         f.write(struct.pack(f"<{len(values)}f", *values))
 
 
-def compared(precisions, source):
+def compared(precisions, source, node_errors=None):
     r = subprocess.run([voxrt, "profile", model, *source, "--compare", precisions, "--runs", "1",
                         "--warmup", "0", "--threads", "1"], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"voxrt profile failed: {r.stderr.strip()}")
+    if node_errors is not None:
+        table = r.stdout.split("\nnode ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+        node_errors.extend(re.findall(r"\s(\d\.\d\de[+-]\d\d)(?=\s)", "\n".join(table)))
     rows = re.findall(r"^(\S+)\s+'(\S+)'\s+relative L2 (\S+)\s+argmax over axis 1 agrees at ([\d.]+)% of (\d+)",
                       r.stdout, re.MULTILINE)
     if len(rows) != 1:
@@ -46,12 +52,21 @@ def compared(precisions, source):
 
 
 random = ["--shape", shape]
-rel, agree, positions = compared("fp32,fp32", random)
+same = []
+rel, agree, positions = compared("fp32,fp32", random, same)
 if rel != 0 or agree != 100:
     sys.exit(f"fp32 against itself: relative L2 {rel}, argmax agreement {agree}%")
-rel16, agree16, positions16 = compared("fp32,fp16", random)
+if len(same) < 10 or any(float(e) != 0 for e in same):
+    sys.exit(f"fp32 against itself, per node: {same}, expected ten or more zeros")
+half = []
+rel16, agree16, positions16 = compared("fp32,fp16", random, half)
 if not 0 < rel16 < 1e-2:
     sys.exit(f"fp16 against fp32: relative L2 {rel16}, expected above 0 and below 1e-2")
+print(f"fp16 per node: {' '.join(half)}")
+if len(half) != len(same) or not all(0 < float(e) < 1e-2 for e in half):
+    sys.exit(f"fp16 against fp32, per node: {half}, expected {len(same)} above 0 and below 1e-2")
+if half[-1] != f"{rel16:.2e}":
+    sys.exit(f"fp16 against fp32: the output node's error {half[-1]}, the output's {rel16:.2e}")
 if positions16 != positions or agree16 < 99:
     sys.exit(f"fp16 against fp32: argmax agreement {agree16}% of {positions16} positions")
 

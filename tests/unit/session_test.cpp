@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -228,6 +229,82 @@ TEST(Session, ProfileCountsActivationBytes) {
   EXPECT_EQ(p[0].bytes, (4 + 5) * plane);      // x in, c out; the weights are a constant
   EXPECT_EQ(p[1].bytes, (5 + 5 + 5) * plane);  // c and r in, s out
   EXPECT_EQ(p[2].bytes, (5 + 5) * plane);
+}
+
+// run(inputs, outputs, observe) shows each node's values as the run writes them: the node's
+// and the value's names, in execution order, with the values the node computed.
+TEST(Session, ObserverSeesEachNodesValues) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {2, 3, 4, 5});
+  b.initializer("two", {}, std::vector<float>{2.0f});
+  b.node("Relu", {"x"}, {"h"}).set_name("relu");
+  b.node("Mul", {"h", "two"}, {"m"}).set_name("double");
+  b.node("Add", {"m", "x"}, {"y"}).set_name("add");
+  b.output("y", onnx::TensorProto::FLOAT);
+  SessionOptions opt;
+  opt.optimize = false;  // three nodes, as written
+  Session s = b.session(opt);
+  Tensor x = Tensor::empty(DType::f32, {2, 3, 4, 5});
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
+  Tensor y = Tensor::empty(DType::f32, {2, 3, 4, 5});
+  std::vector<NamedTensor> outs = {{"y", y}};
+  std::vector<std::pair<std::string, std::string>> seen;
+  std::vector<std::vector<float>> values;
+  s.run({{"x", x}}, outs, [&](const std::string& node, const std::string& value, const Tensor& t) {
+    seen.emplace_back(node, value);
+    ASSERT_EQ(t.shape(), x.shape());
+    values.emplace_back(t.data<float>(), t.data<float>() + t.numel());
+  });
+  ASSERT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{
+                      {"relu", "h"}, {"double", "m"}, {"add", "y"}}));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = x.data<float>()[i], h = std::max(0.0f, v);
+    const auto at = static_cast<size_t>(i);
+    EXPECT_EQ(values[0][at], h);
+    EXPECT_EQ(values[1][at], 2 * h);
+    EXPECT_EQ(values[2][at], 2 * h + v);
+    EXPECT_EQ(values[2][at], y.data<float>()[i]);
+  }
+}
+
+// Through a whole model, where the arena reuses bytes as values die: every value the optimized
+// kernels write is, when observed, the one the reference computes under the same name.
+TEST(Session, ObservedValuesOfAModelAreTheReferences) {
+  const std::string model = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_bn_op17.onnx";
+  Tensor x = Tensor::empty(DType::f32, {1, 1, 24, 24, 24});
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist;
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
+  auto observed = [&](Backend backend) {
+    SessionOptions opt;
+    opt.backend = backend;
+    Session s(model, opt);
+    std::vector<NamedTensor> outs = {{"output", Tensor::empty(DType::f32, {1, 3, 24, 24, 24})}};
+    std::map<std::string, std::vector<float>> values;
+    s.run({{"input", x}}, outs, [&](const std::string&, const std::string& value, const Tensor& t) {
+      if (t.dtype() == DType::f32)
+        values[value].assign(t.data<float>(), t.data<float>() + t.numel());
+    });
+    return values;
+  };
+  const auto cpu = observed(Backend::cpu), ref = observed(Backend::reference);
+  int compared = 0;
+  for (const auto& [name, want] : ref) {
+    auto got = cpu.find(name);
+    if (got == cpu.end()) continue;
+    ASSERT_EQ(got->second.size(), want.size()) << name;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      diff += (got->second[i] - want[i]) * double(got->second[i] - want[i]);
+      norm += want[i] * double(want[i]);
+    }
+    EXPECT_GT(norm, 0) << name;
+    EXPECT_LT(std::sqrt(diff / norm), 1e-5) << name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 12);  // the model's 15 nodes after the passes, less any fused differently
 }
 
 // run(inputs) returns tensors whose storage comes back to the Session when the caller drops

@@ -52,6 +52,13 @@ struct OutputValues {
   std::vector<double> values;
 };
 
+// Every k-th value of one tensor, k the smallest step that keeps at most kSampled of them.
+struct Sampled {
+  int64_t numel = 0;
+  std::vector<float> values;
+};
+constexpr int64_t kSampled = int64_t{1} << 20;
+
 struct PrecisionProfile {
   std::string label;
   std::vector<std::string> order;  // node keys in execution order
@@ -60,7 +67,35 @@ struct PrecisionProfile {
   int64_t macs = 0;
   double total_ms = 0;  // sum of the node medians
   std::vector<OutputValues> outputs;
+  // The first precision: its nodes' float values by value name. The others: per node name, the
+  // relative L2 distance of the node's first float output from the first precision's.
+  std::map<std::string, Sampled> samples;
+  std::map<std::string, double> node_error;
 };
+
+template <typename T>
+double relative_l2(const std::vector<T>& ref, const std::vector<T>& x) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double r = ref[i], d = static_cast<double>(x[i]) - r;
+    diff += d * d;
+    norm += r * r;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+// The sampled values of a float32 or float16 tensor; none for other dtypes.
+Sampled sample(const Tensor& t) {
+  Sampled s;
+  if (t.dtype() != DType::f32 && t.dtype() != DType::f16) return s;
+  s.numel = t.numel();
+  const int64_t step = std::max<int64_t>(1, (s.numel + kSampled - 1) / kSampled);
+  s.values.reserve(static_cast<size_t>((s.numel + step - 1) / step));
+  for (int64_t i = 0; i < s.numel; i += step)
+    s.values.push_back(t.dtype() == DType::f32 ? t.data<float>()[i]
+                                               : half_to_float(t.data<uint16_t>()[i]));
+  return s;
+}
 
 // The values of a float32 or float16 tensor; empty for other dtypes.
 std::vector<double> float_values(const Tensor& t) {
@@ -92,7 +127,8 @@ std::vector<std::string> node_keys(const std::vector<NodeProfile>& run) {
 PrecisionProfile profile_precision(const std::string& model, const std::vector<std::string>& shapes,
                                    const std::vector<std::string>& inputs,
                                    const std::string& precision, int threads, int runs, int warmup,
-                                   std::vector<std::pair<std::string, Shape>>& bound) {
+                                   std::vector<std::pair<std::string, Shape>>& bound,
+                                   const PrecisionProfile* first) {
   SessionOptions opt;
   apply_precision(precision, opt);
   opt.threads = threads;
@@ -137,6 +173,19 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
     p.total_ms += st.median_ms;
     p.macs += st.macs;
   }
+  // One more run, untimed, to see each node's values: kept for the first precision, compared
+  // with them for the others (by value name, which the passes keep alike across precisions).
+  s.run(in, out, [&](const std::string& node, const std::string& value, const Tensor& t) {
+    if (!first) {
+      if (Sampled v = sample(t); v.numel) p.samples[value] = std::move(v);
+      return;
+    }
+    auto ref = first->samples.find(value);
+    if (p.node_error.count(node) || ref == first->samples.end()) return;
+    Sampled v = sample(t);
+    if (v.numel == ref->second.numel)
+      p.node_error[node] = relative_l2(ref->second.values, v.values);
+  });
   for (const NamedTensor& o : out)
     p.outputs.push_back({o.name, o.tensor.shape(), float_values(o.tensor)});
   return p;
@@ -210,6 +259,7 @@ void print_node_table(const std::vector<PrecisionProfile>& ps) {
     std::printf("  %9s %8s %6s %6s", (p.label + " ms").c_str(), "GFLOP/s", "GB/s", "share");
   for (size_t k = 1; k < ps.size(); ++k)
     std::printf("  %8s", (ps[k].label + "/" + ps[0].label).c_str());
+  for (size_t k = 1; k < ps.size(); ++k) std::printf("  %9s", (ps[k].label + " err").c_str());
   std::printf("  kernel\n");
   for (const std::string& key : rows) {
     const NodeStat* any = nullptr;
@@ -224,6 +274,13 @@ void print_node_table(const std::vector<PrecisionProfile>& ps) {
     for (size_t k = 1; k < ps.size(); ++k) {
       const NodeStat *base = find_stat(ps[0], key), *st = find_stat(ps[k], key);
       print_speedup(base && st, base ? base->median_ms : 0, st ? st->median_ms : 0);
+    }
+    for (size_t k = 1; k < ps.size(); ++k) {
+      auto e = ps[k].node_error.find(key);
+      if (e == ps[k].node_error.end())
+        std::printf("  %9s", "-");
+      else
+        std::printf("  %9.2e", e->second);
     }
     // One kernel name where the precisions running the node agree, else each in turn.
     std::vector<std::string> kernels;
@@ -312,12 +369,7 @@ void print_accuracy(const std::vector<PrecisionProfile>& ps, bool random) {
         std::printf("  not compared (not float, or shapes differ)\n");
         continue;
       }
-      double diff = 0, norm = 0;
-      for (size_t i = 0; i < a.values.size(); ++i) {
-        diff += (a.values[i] - b.values[i]) * (a.values[i] - b.values[i]);
-        norm += a.values[i] * a.values[i];
-      }
-      std::printf("  relative L2 %.2e", norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff));
+      std::printf("  relative L2 %.2e", relative_l2(a.values, b.values));
       if (a.shape.size() >= 2 && a.shape[1] > 1) {
         const int64_t c = a.shape[1],
                       inner = static_cast<int64_t>(a.values.size()) / (a.shape[0] * c);
@@ -394,9 +446,11 @@ int cmd_profile(const std::string& model, const std::vector<std::string>& shapes
   if (!shapes.empty() && !inputs.empty())
     throw Error("profile: give --shape (random inputs) or --input (.npy files), not both");
   std::vector<PrecisionProfile> ps;
+  ps.reserve(precisions.size());
   std::vector<std::pair<std::string, Shape>> bound;
   for (const std::string& p : precisions)
-    ps.push_back(profile_precision(model, shapes, inputs, p, threads, runs, warmup, bound));
+    ps.push_back(profile_precision(model, shapes, inputs, p, threads, runs, warmup, bound,
+                                   ps.empty() ? nullptr : &ps[0]));
   std::printf("model %s  threads %d  shape", model.c_str(), threads);
   for (const auto& [name, shape] : bound)
     std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
@@ -409,7 +463,13 @@ int cmd_profile(const std::string& model, const std::vector<std::string>& shapes
       "types,\nweights excluded) per second. A node near the machine's memory bandwidth "
       "(build/bench/peak_bench) is\nbound by memory traffic, which fp16 storage halves; one near "
       "the FMA peak is bound by arithmetic,\nwhich only faster products shorten (+bf16, or "
-      "AVX512-FP16).\n\n");
+      "AVX512-FP16).\n");
+  if (ps.size() > 1)
+    std::printf(
+        "err: relative L2 distance of the node's output from %s's on the same inputs (every k-th "
+        "value\nof outputs above %lld values), the rounding of every node before it included.\n",
+        ps[0].label.c_str(), static_cast<long long>(kSampled));
+  std::printf("\n");
   print_node_table(ps);
   print_op_table(ps);
   print_totals(ps);
