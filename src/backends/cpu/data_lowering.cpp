@@ -232,7 +232,10 @@ class SoftmaxCpuOp : public CpuOp {
     Tensor& y = out[0];
     int64_t axis = axis_;
     if (!ref::normalize_axis(axis, x.rank()) || x.numel() == 0) return ref_->compute(in, out);
-    auto [outer, n, inner] = ref::softmax_extents(x.shape(), axis, coerce_2d_);
+    // Named copies, not a structured binding: the lambdas below capture them (clang before 16
+    // refuses to capture bindings, and the fuzz build uses clang).
+    const ref::SoftmaxExtents e = ref::softmax_extents(x.shape(), axis, coerce_2d_);
+    const int64_t outer = e.outer, n = e.n, inner = e.inner;
     size_t es = dtype_size(x.dtype());
     const char* xp = static_cast<const char*>(x.raw());
     char* yp = static_cast<char*>(y.raw());
