@@ -124,13 +124,6 @@ std::string read_external(const TensorProto& p, const std::string& model_dir,
   return s;
 }
 
-template <class Field>
-void check_count(const Field& f, int64_t numel, const std::string& where) {
-  if (static_cast<int64_t>(f.size()) != numel)
-    throw Error(where + ": declares " + std::to_string(numel) + " elements but holds " +
-                std::to_string(f.size()));
-}
-
 }  // namespace
 
 Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
@@ -165,32 +158,40 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
     if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
     return t;
   }
+  // The typed field this dtype's values are in, checked against the shape before the tensor is
+  // allocated: a huge declared shape over a short field must not allocate first.
+  int held = 0;
+  switch (dt) {
+    case DType::f32: held = p.float_data_size(); break;
+    case DType::f64: held = p.double_data_size(); break;
+    case DType::i64: held = p.int64_data_size(); break;
+    case DType::u32:
+    case DType::u64: held = p.uint64_data_size(); break;
+    default: held = p.int32_data_size();  // int32 and narrower types, fp16/bf16 as bit patterns
+  }
+  if (static_cast<int64_t>(held) != numel)
+    throw Error(where + ": declares " + std::to_string(numel) + " elements but holds " +
+                std::to_string(held));
   Tensor t = Tensor::empty(dt, shape);
   switch (dt) {
     case DType::f32:
-      check_count(p.float_data(), numel, where);
       std::copy(p.float_data().begin(), p.float_data().end(), t.data<float>());
       break;
     case DType::f64:
-      check_count(p.double_data(), numel, where);
       std::copy(p.double_data().begin(), p.double_data().end(), t.data<double>());
       break;
     case DType::i64:
-      check_count(p.int64_data(), numel, where);
       std::copy(p.int64_data().begin(), p.int64_data().end(), t.data<int64_t>());
       break;
     case DType::u32:
     case DType::u64:
-      check_count(p.uint64_data(), numel, where);
       for (int64_t i = 0; i < numel; ++i) {
         uint64_t v = p.uint64_data(static_cast<int>(i));
         if (dt == DType::u32) t.data<uint32_t>()[i] = static_cast<uint32_t>(v);
         else t.data<uint64_t>()[i] = v;
       }
       break;
-    default: {
-      // int32_data carries int32 and every narrower type, fp16/bf16 as their bit patterns.
-      check_count(p.int32_data(), numel, where);
+    default:
       for (int64_t i = 0; i < numel; ++i) {
         int32_t v = p.int32_data(static_cast<int>(i));
         switch (esize) {
@@ -199,7 +200,6 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
           default: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
         }
       }
-    }
   }
   return t;
 }

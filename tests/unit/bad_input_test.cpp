@@ -132,6 +132,16 @@ TEST(BadInput, TensorDeclaringMoreThanItHolds) {
   EXPECT_CONTAINS(err, "needs 4000 bytes but the tensor holds 16");
 }
 
+// A typed data field shorter than the declared shape is refused before the tensor is allocated:
+// 512 GiB declared over four floats (found by fuzz/, which would allocate first).
+TEST(BadInput, TensorDeclaringMoreIsRefusedBeforeAllocating) {
+  ModelBuilder b = small_model();
+  auto* w = b.proto().mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  w->add_dims(int64_t{1} << 37);
+  EXPECT_CONTAINS(load_error(b.bytes()), "declares 137438953472 elements but holds 4");
+}
+
 TEST(BadInput, ShapeWhoseElementCountOverflows) {
   ModelBuilder b = small_model();
   auto* w = b.proto().mutable_graph()->mutable_initializer(0);
@@ -223,6 +233,33 @@ TEST(BadInput, HugeOutputIsRefusedNotAllocated) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("would need more than"), std::string::npos) << e.what();
   }
+}
+
+// An output with no elements has nothing to compute, however long its other dims: Tile, Pad and
+// Slice built one index list per output dim, so [2^40, 0] took terabytes (found by fuzz/).
+TEST(BadInput, EmptyOutputsWithHugeDimsAllocateNothing) {
+  const int64_t huge = int64_t{1} << 40;
+  test::ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{0}});
+  b.input("z", onnx::TensorProto::FLOAT, {huge, int64_t{0}});
+  b.initializer_i64("repeats", {2}, {huge, 1});
+  b.initializer_i64("pads", {4}, {0, 0, huge, 0});
+  b.initializer_i64("starts", {1}, {0});
+  b.initializer_i64("ends", {1}, {huge});
+  b.initializer_i64("axes", {1}, {0});
+  b.node("Tile", {"x", "repeats"}, {"tiled"});
+  b.node("Pad", {"x", "pads"}, {"padded"});
+  b.node("Slice", {"z", "starts", "ends", "axes"}, {"sliced"});
+  b.output("tiled", onnx::TensorProto::FLOAT);
+  b.output("padded", onnx::TensorProto::FLOAT);
+  b.output("sliced", onnx::TensorProto::FLOAT);
+  Session s = b.session();
+  const std::vector<Tensor> y = s.run(
+      {{"x", Tensor::zeros(DType::f32, {1, 0})}, {"z", Tensor::zeros(DType::f32, {huge, 0})}});
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0].shape(), (Shape{huge, 0}));
+  EXPECT_EQ(y[1].shape(), (Shape{huge + 1, 0}));
+  EXPECT_EQ(y[2].shape(), (Shape{huge, 0}));
 }
 
 }  // namespace

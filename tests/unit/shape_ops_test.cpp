@@ -218,6 +218,9 @@ TEST(ShapeOps, BadAttributesAndInputsNameTheNode) {
        "contain 0"},
       {"split sum", one_node(13, "Split", {5}, {{"sp", {2, 2}}}, {}, 2), "summing to 5"},
       {"split uneven old", one_node(13, "Split", {5}, {}, {}, 2), "does not split evenly"},
+      {"split sum overflows",  // found by fuzz/: the sum was signed overflow
+       one_node(13, "Split", {5}, {{"sp", {int64_t{1} << 62, int64_t{1} << 62, 5}}}, {}, 3),
+       "overflows"},
       {"pad crop", one_node(13, "Pad", {3}, {{"p", {-2, -2}}}), "remove more than"},
       {"pad mode", one_node(13, "Pad", {3}, {{"p", {1, 1}}}, mode("wrap")), "mode 'wrap'"},
       {"tile", one_node(13, "Tile", {3}, {{"r", {-1}}}), "negative entry"},

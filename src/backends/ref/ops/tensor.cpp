@@ -205,6 +205,7 @@ class SliceOp : public Op {
     return {plan(in[0].shape, v).count};
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    if (out[0].numel() == 0) return;  // see TileOp
     std::vector<const Tensor*> v(5, nullptr);
     for (size_t i = 1; i < 5; ++i) v[i] = input(in, i);
     SliceAxes p = plan(in[0]->shape(), v);
@@ -305,6 +306,7 @@ class PadOp : public Op {
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& x = *in[0];
     Tensor& y = out[0];
+    if (y.numel() == 0) return;  // see TileOp
     std::vector<int64_t> p = full_pads(x.shape(), input(in, 1), input(in, 3));
     size_t r = x.shape().size();
     std::vector<std::vector<int64_t>> index(r);
@@ -445,7 +447,7 @@ class SplitOp : public Op {
       int64_t sum = 0;
       for (int64_t s : *split) {
         if (s < 0) fail("split " + list_str(*split) + " has a negative entry");
-        sum += s;
+        if (__builtin_add_overflow(sum, s, &sum)) fail("split " + list_str(*split) + " overflows");
       }
       if (static_cast<int64_t>(split->size()) != n || sum != dim)
         fail("split " + list_str(*split) + " must have " + std::to_string(n) +
@@ -508,6 +510,9 @@ class TileOp : public Op {
     return {y};
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
+    // Nothing to write; and the index lists below are as long as each output dim, which may be
+    // huge beside a zero one (a fuzzed model: [2^29, 0] would have taken 4 GiB).
+    if (out[0].numel() == 0) return;
     const Shape& x = in[0]->shape();
     std::vector<std::vector<int64_t>> index(x.size());
     for (size_t d = 0; d < x.size(); ++d)
