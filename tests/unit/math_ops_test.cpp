@@ -199,6 +199,23 @@ TEST(MathOps, LegacyBroadcastBeforeOpset7AlignsAtAxis) {
   strict.node("Add", {"a", "b"}, {"y"});
   strict.output("y", P::FLOAT);
   EXPECT_THROW(run1(strict, {{"a", f32({2, 3}, ramp(6))}, {"b", f32({3}, ramp(3))}}), Error);
+
+  // An axis past the end is refused, the largest one too (found by fuzz/: axis + rank overflowed).
+  for (int64_t axis : {int64_t{3}, std::numeric_limits<int64_t>::max()}) {
+    ModelBuilder far(6);
+    far.input("a", P::FLOAT, {int64_t{2}, int64_t{3}, int64_t{4}});
+    far.input("b", P::FLOAT, {int64_t{3}});
+    auto& f = far.node("Mul", {"a", "b"}, {"y"});
+    ModelBuilder::attr_int(f, "broadcast", 1);
+    ModelBuilder::attr_int(f, "axis", axis);
+    far.output("y", P::FLOAT);
+    try {
+      run1(far, {{"a", f32({2, 3, 4}, a)}, {"b", f32({3}, b)}});
+      ADD_FAILURE() << "axis " << axis << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("does not broadcast"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(MathOps, PReluPerChannelBeforeOpset7AndOnIntegers) {

@@ -153,7 +153,7 @@ class TwoInputOp : public Op {
     int64_t axis = legacy_.axis ? *legacy_.axis : ra - rb;
     if (axis < 0) axis += ra;
     Shape s(a.size(), 1), o;
-    bool ok = axis >= 0 && axis + rb <= ra;
+    bool ok = axis >= 0 && axis <= ra - rb;  // not axis + rb: a fuzzed axis overflowed it
     for (int64_t i = 0; ok && i < rb; ++i)
       s[static_cast<size_t>(axis + i)] = b[static_cast<size_t>(i)];
     if (!ok || !ref::broadcast_shape(a, s, o) || o != a)
