@@ -101,6 +101,15 @@ TEST(RefNorm, InstanceNormOfLargeHalfValuesDoesNotOverflow) {
   expect_near_all(y[0], want, "f16");
 }
 
+// No channels, no groups to divide by (found by fuzz/: the channel count was the divisor).
+TEST(RefNorm, InstanceNormOfNoChannels) {
+  Tensor x = Tensor::zeros(DType::f32, {2, 0, 3}), none = Tensor::zeros(DType::f32, {0});
+  NodeSpec spec{"InstanceNormalization"};
+  spec.inputs = {&x, &none, &none};
+  std::vector<Tensor> y = run_node(spec);
+  EXPECT_EQ(y[0].shape(), (Shape{2, 0, 3}));
+}
+
 TEST(RefNorm, GroupNormScaleIsPerGroupInOpset18AndPerChannelIn21) {
   std::mt19937 rng(24);
   for (DType t : kAllFloat)

@@ -180,7 +180,10 @@ class GroupNormOp : public Op {
   }
 
  private:
-  int64_t group_count(const Shape& x) const { return instance_ ? x[1] : groups_; }
+  // One group per channel for InstanceNormalization, and one for none (no division by zero).
+  int64_t group_count(const Shape& x) const {
+    return instance_ ? std::max<int64_t>(x[1], 1) : groups_;
+  }
 
   double epsilon_;
   bool instance_;
