@@ -42,6 +42,17 @@ void fill(voxrt::Tensor& t) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   voxrt::SessionOptions opt;
   opt.model_name = "fuzz.onnx";
+  // The precision options from the input's length, so that each input always runs alike: the
+  // model's own types, fp16 conversion, fp32 conversion, fp16 with bf16 products.
+  switch (size % 4) {
+    case 1: opt.precision = voxrt::Precision::fp16; break;
+    case 2: opt.precision = voxrt::Precision::fp32; break;
+    case 3:
+      opt.precision = voxrt::Precision::fp16;
+      opt.fpmath = voxrt::FpMath::bf16;
+      break;
+    default: break;
+  }
   try {
     voxrt::Session s(data, size, opt);
     std::vector<voxrt::NamedTensor> in;

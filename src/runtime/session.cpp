@@ -199,7 +199,9 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
     }
     auto t0 = clock::now();
     const Op& op = *model.ops[static_cast<size_t>(k)];
-    op.run(ctx, ins, outs);
+    // Outputs without elements leave nothing to compute, and kernels need not handle them.
+    if (std::any_of(outs.begin(), outs.end(), [](const Tensor& t) { return t.numel() > 0; }))
+      op.run(ctx, ins, outs);
     if (options.profiling) {
       NodeProfile np;
       np.node = n.name;

@@ -420,6 +420,29 @@ TEST_P(ConvLoweringTest, FusedCastToFp32MatchesReference) {
   for (const ConvCase& c : cases) check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
 }
 
+// An input with no elements whose padding still makes an output: every output is the bias (found
+// by fuzz/: ConvTranspose's tiling divided by the zero columns it had to tile).
+TEST_P(ConvLoweringTest, EmptyInputsMatchReference) {
+  std::mt19937 rng(17);
+  std::vector<ConvCase> cases;
+  auto add = [&](const char* op, Shape x, Shape w) -> ConvCase& {
+    ConvCase c;
+    c.op = op;
+    c.x = std::move(x);
+    c.w = std::move(w);
+    cases.push_back(c);
+    return cases.back();
+  };
+  add("Conv", {1, 2, 0, 5}, {3, 2, 1, 1}).ints("pads", {1, 0, 1, 0});
+  add("Conv", {1, 3, 0, 2, 2}, {4, 3, 3, 3, 3}).ints("pads", {2, 1, 1, 2, 1, 1});
+  add("ConvTranspose", {1, 2, 0}, {2, 3, 3});
+  add("ConvTranspose", {1, 2, 0, 2, 2}, {2, 2, 3, 3, 3});
+  add("ConvTranspose", {1, 2, 0, 2, 2}, {2, 2, 3, 3, 3}).ints("strides", {2, 2, 2});
+  add("ConvTranspose", {1, 3, 7, 0}, {3, 4, 3, 3}).ints("dilations", {1, 2});  // scatter form
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16}) check(c, t, GetParam(), nullptr, rng);
+}
+
 // Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating the pool.
 template <class Make>
 void check_random_cases(int count, uint32_t seed, Path path, Make make) {

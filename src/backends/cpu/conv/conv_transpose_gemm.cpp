@@ -75,7 +75,7 @@ Tiling tiling(const GemmKernel& g, int64_t steps, int64_t cols) {
   int64_t bb = static_cast<int64_t>(panel_type_bytes(g.b_panel));
   int64_t strips = std::clamp<int64_t>(kPanelBudget / std::max<int64_t>(1, steps * g.nr * bb), 1,
                                        kMaxStripsPerTile);
-  strips = std::min(strips, ceil_div(cols, g.nr));
+  strips = std::clamp<int64_t>(ceil_div(cols, g.nr), 1, strips);  // one strip, none to tile too
   int64_t tile_cols = strips * g.nr;
   return {tile_cols, ceil_div(cols, tile_cols)};
 }
