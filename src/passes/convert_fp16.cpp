@@ -119,6 +119,8 @@ Fp16Report convert_fp16(ir::Graph& g, const Fp16Options& opt) {
     g.constants[copy] = g.constants[v];
   }
   for (auto& [v, t] : g.constants) {
+    // The copies just made stay float32 (and have no entry in `consumers`).
+    if (static_cast<size_t>(v) >= consumers.size()) continue;
     if (t.dtype() != DType::f32 || f32_copy.count(v) == 0) {
       bool any16 = false;
       for (int c : consumers[static_cast<size_t>(v)]) {

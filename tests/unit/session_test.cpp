@@ -206,6 +206,30 @@ TEST(Session, DefaultBlockListCompilesLikeAWholeConversion) {
   }
 }
 
+// A constant read as float32 (Resize's scales) and as an fp16 operand (Mul's) is duplicated by the
+// fp16 conversion, each reader getting its type (found by fuzz/: the pass then indexed its
+// consumer table with the copy's new id, past the end).
+TEST(Session, Fp16ConversionSplitsAConstantReadInBothTypes) {
+  ModelBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 1, 2, 4});
+  b.initializer("k", {4}, {1, 1, 1, 2});
+  b.node("Resize", {"x", "", "k"}, {"up"});
+  b.node("Mul", {"x", "k"}, {"scaled"});
+  b.output("up", onnx::TensorProto::FLOAT);
+  b.output("scaled", onnx::TensorProto::FLOAT);
+  SessionOptions opt;
+  opt.precision = Precision::fp16;
+  Session s = b.session(opt);
+  std::vector<float> xv = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<Tensor> y = s.run({{"x", Tensor::view(DType::f32, {1, 1, 2, 4}, xv.data())}});
+  ASSERT_EQ(y.size(), 2u);
+  ASSERT_EQ(y[0].shape(), (Shape{1, 1, 2, 8}));
+  ASSERT_EQ(y[1].shape(), (Shape{1, 1, 2, 4}));
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(y[0].data<float>()[i], xv[static_cast<size_t>(i / 2)]);
+  for (int64_t i = 0; i < 8; ++i)
+    EXPECT_EQ(y[1].data<float>()[i], xv[static_cast<size_t>(i)] * (i % 4 == 3 ? 2 : 1));
+}
+
 // A profiled node reports the activation bytes it read and wrote: its non-constant inputs and
 // its outputs at their storage types, weights excluded (voxrt profile's GB/s).
 TEST(Session, ProfileCountsActivationBytes) {
