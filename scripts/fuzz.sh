@@ -8,7 +8,9 @@
 # and kernels; `bytes` takes libFuzzer's byte mutations, which mostly exercise the parser. A
 # finding stops the run and is written to build-fuzz/artifacts/; replay it with
 # `build-fuzz/fuzz/fuzz_model build-fuzz/artifacts/FILE`. Not part of CI: a fuzzer finds new
-# inputs on each run, and a test is what keeps a fixed finding fixed (tests/unit/bad_input_test).
+# inputs on each run. A fixed finding goes into tests/fuzz_findings/ under a name that says what
+# it was (its length unchanged: it picks the precision), where ctest's Fuzz.FindingsStayFixed
+# replays it, beside a unit test of the defect.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
