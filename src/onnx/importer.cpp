@@ -127,9 +127,29 @@ ir::Graph import_graph(const onnx::ModelProto& model, onnx::GraphProto* consume,
   }
   for (const auto& in : gp.input()) {
     int v = g.add_value(in.name());
-    import_type(in.type(), g.values[static_cast<size_t>(v)],
-                mwhere + ", input '" + in.name() + "'");
-    if (!g.is_constant(v)) g.inputs.push_back(v);
+    const std::string where = mwhere + ", input '" + in.name() + "'";
+    if (!g.is_constant(v)) {
+      import_type(in.type(), g.values[static_cast<size_t>(v)], where);
+      g.inputs.push_back(v);
+      continue;
+    }
+    // An input with an initializer is that constant (voxrt does not override initializers): what
+    // the input declares must be what the initializer holds.
+    ir::Value declared{in.name(), std::nullopt, std::nullopt};
+    import_type(in.type(), declared, where);
+    const Tensor& t = *g.constant(v);
+    bool same = !declared.dtype || *declared.dtype == t.dtype();
+    if (declared.dims) {
+      same = same && declared.dims->size() == t.shape().size();
+      for (size_t d = 0; same && d < declared.dims->size(); ++d)
+        same = !(*declared.dims)[d].known() || (*declared.dims)[d].value == t.shape()[d];
+    }
+    if (!same)
+      throw Error(where + ": declares " +
+                  (declared.dtype ? std::string(dtype_name(*declared.dtype)) : "a tensor") +
+                  (declared.dims ? " of rank " + std::to_string(declared.dims->size()) : "") +
+                  " but its initializer holds " + std::string(dtype_name(t.dtype())) + " " +
+                  shape_str(t.shape()));
   }
   for (const auto& vi : gp.value_info()) {
     int v = g.add_value(vi.name());

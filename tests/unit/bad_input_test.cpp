@@ -142,6 +142,24 @@ TEST(BadInput, TensorDeclaringMoreIsRefusedBeforeAllocating) {
   EXPECT_CONTAINS(load_error(b.bytes()), "declares 137438953472 elements but holds 4");
 }
 
+// An input that has an initializer is that constant; declaring another dtype or shape for it is
+// refused (found by fuzz/: the declared int64 was computed over the initializer's float bytes).
+TEST(BadInput, InputDeclaringOtherThanItsInitializer) {
+  for (bool dtype : {true, false}) {
+    ModelBuilder b = small_model();
+    if (dtype)
+      b.input("w", onnx::TensorProto::INT64, {int64_t{4}});
+    else
+      b.input("w", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{2}});
+    const std::string err = load_error(b.bytes());
+    EXPECT_CONTAINS(err, "input 'w': declares");
+    EXPECT_CONTAINS(err, "but its initializer holds float 4");
+  }
+  ModelBuilder same = small_model();
+  same.input("w", onnx::TensorProto::FLOAT, {std::string("n")});
+  EXPECT_EQ(load_error(same.bytes()), "");
+}
+
 TEST(BadInput, ShapeWhoseElementCountOverflows) {
   ModelBuilder b = small_model();
   auto* w = b.proto().mutable_graph()->mutable_initializer(0);
