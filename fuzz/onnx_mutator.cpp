@@ -22,67 +22,31 @@ const T& pick(Rng& rng, const std::vector<T>& v) {
   return v[rng() % v.size()];
 }
 
+// clang-format off
 int64_t some_int(Rng& rng) {
-  static const std::vector<int64_t> values = {-3,
-                                              -2,
-                                              -1,
-                                              0,
-                                              1,
-                                              2,
-                                              3,
-                                              4,
-                                              7,
-                                              64,
-                                              1 << 16,
-                                              std::numeric_limits<int32_t>::max(),
-                                              int64_t{1} << 31,
-                                              int64_t{1} << 40,
-                                              std::numeric_limits<int64_t>::max(),
-                                              std::numeric_limits<int64_t>::min()};
+  static const std::vector<int64_t> values = {
+      -3, -2, -1, 0, 1, 2, 3, 4, 7, 64, 1 << 16, std::numeric_limits<int32_t>::max(),
+      int64_t{1} << 31, int64_t{1} << 40, std::numeric_limits<int64_t>::max(),
+      std::numeric_limits<int64_t>::min()};
   return pick(rng, values);
 }
 
 float some_float(Rng& rng) {
-  static const std::vector<float> values = {0.0f,
-                                            -0.0f,
-                                            1.0f,
-                                            -1.0f,
-                                            0.5f,
-                                            1e-30f,
-                                            1e30f,
-                                            65504.0f,
-                                            70000.0f,
-                                            std::numeric_limits<float>::infinity(),
-                                            -std::numeric_limits<float>::infinity(),
-                                            std::numeric_limits<float>::quiet_NaN()};
+  static const std::vector<float> values = {
+      0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 1e-30f, 1e30f, 65504.0f, 70000.0f,
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+      std::numeric_limits<float>::quiet_NaN()};
   return pick(rng, values);
 }
 
 std::string some_string(Rng& rng) {
-  static const std::vector<std::string> values = {"",
-                                                  "NOTSET",
-                                                  "SAME_UPPER",
-                                                  "SAME_LOWER",
-                                                  "VALID",
-                                                  "nearest",
-                                                  "linear",
-                                                  "cubic",
-                                                  "half_pixel",
-                                                  "asymmetric",
-                                                  "align_corners",
-                                                  "pytorch_half_pixel",
-                                                  "tf_crop_and_resize",
-                                                  "round_prefer_floor",
-                                                  "floor",
-                                                  "ceil",
-                                                  "constant",
-                                                  "reflect",
-                                                  "edge",
-                                                  "DCR",
-                                                  "CRD",
-                                                  "bogus"};
+  static const std::vector<std::string> values = {
+      "", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "nearest", "linear", "cubic",
+      "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_crop_and_resize",
+      "round_prefer_floor", "floor", "ceil", "constant", "reflect", "edge", "DCR", "CRD", "bogus"};
   return pick(rng, values);
 }
+// clang-format on
 
 // Every value name the graph knows: inputs, initializers, node outputs.
 std::vector<std::string> value_names(const onnx::GraphProto& g) {
@@ -95,41 +59,15 @@ std::vector<std::string> value_names(const onnx::GraphProto& g) {
 }
 
 void mutate_attribute(onnx::NodeProto& n, Rng& rng) {
-  static const std::vector<std::string> names = {"axis",
-                                                 "axes",
-                                                 "pads",
-                                                 "strides",
-                                                 "kernel_shape",
-                                                 "dilations",
-                                                 "group",
-                                                 "output_padding",
-                                                 "output_shape",
-                                                 "auto_pad",
-                                                 "mode",
-                                                 "epsilon",
-                                                 "alpha",
-                                                 "beta",
-                                                 "to",
-                                                 "keepdims",
-                                                 "ceil_mode",
-                                                 "count_include_pad",
-                                                 "perm",
-                                                 "split",
-                                                 "coordinate_transformation_mode",
-                                                 "nearest_mode",
-                                                 "num_groups",
-                                                 "value",
-                                                 "transA",
-                                                 "transB",
-                                                 "storage_order",
-                                                 "exclude_outside",
-                                                 "cubic_coeff_a",
-                                                 "extrapolation_value",
-                                                 "blocksize",
-                                                 "starts",
-                                                 "ends",
-                                                 "min",
-                                                 "max"};
+  // clang-format off
+  static const std::vector<std::string> names = {
+      "axis", "axes", "pads", "strides", "kernel_shape", "dilations", "group", "output_padding",
+      "output_shape", "auto_pad", "mode", "epsilon", "alpha", "beta", "to", "keepdims",
+      "ceil_mode", "count_include_pad", "perm", "split", "coordinate_transformation_mode",
+      "nearest_mode", "num_groups", "value", "transA", "transB", "storage_order",
+      "exclude_outside", "cubic_coeff_a", "extrapolation_value", "blocksize", "starts", "ends",
+      "min", "max"};
+  // clang-format on
   onnx::AttributeProto* a;
   if (n.attribute_size() == 0 || rng() % 3 == 0) {
     a = n.add_attribute();
@@ -210,53 +148,15 @@ void mutate_value_info(onnx::ValueInfoProto& v, Rng& rng) {
 }
 
 void mutate(onnx::ModelProto& m, Rng& rng) {
-  static const std::vector<std::string> ops = {"Conv",
-                                               "ConvTranspose",
-                                               "BatchNormalization",
-                                               "InstanceNormalization",
-                                               "GroupNormalization",
-                                               "LayerNormalization",
-                                               "Relu",
-                                               "LeakyRelu",
-                                               "PRelu",
-                                               "Softmax",
-                                               "MaxPool",
-                                               "AveragePool",
-                                               "GlobalAveragePool",
-                                               "Concat",
-                                               "Add",
-                                               "Mul",
-                                               "Div",
-                                               "Resize",
-                                               "Upsample",
-                                               "Cast",
-                                               "Reshape",
-                                               "Transpose",
-                                               "Squeeze",
-                                               "Unsqueeze",
-                                               "Shape",
-                                               "Gather",
-                                               "Slice",
-                                               "Pad",
-                                               "Split",
-                                               "Tile",
-                                               "Expand",
-                                               "ConstantOfShape",
-                                               "ReduceMean",
-                                               "ArgMax",
-                                               "MatMul",
-                                               "Gemm",
-                                               "Where",
-                                               "Range",
-                                               "Clip",
-                                               "Min",
-                                               "Max",
-                                               "Identity",
-                                               "Flatten",
-                                               "Sqrt",
-                                               "Pow",
-                                               "Erf",
-                                               "Sigmoid"};
+  // clang-format off
+  static const std::vector<std::string> ops = {
+      "Conv", "ConvTranspose", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+      "LayerNormalization", "Relu", "LeakyRelu", "PRelu", "Softmax", "MaxPool", "AveragePool",
+      "GlobalAveragePool", "Concat", "Add", "Mul", "Div", "Resize", "Upsample", "Cast", "Reshape",
+      "Transpose", "Squeeze", "Unsqueeze", "Shape", "Gather", "Slice", "Pad", "Split", "Tile",
+      "Expand", "ConstantOfShape", "ReduceMean", "ArgMax", "MatMul", "Gemm", "Where", "Range",
+      "Clip", "Min", "Max", "Identity", "Flatten", "Sqrt", "Pow", "Erf", "Sigmoid"};
+  // clang-format on
   onnx::GraphProto& g = *m.mutable_graph();
   switch (rng() % 8) {
     case 0:
