@@ -22,6 +22,11 @@ const T& pick(Rng& rng, const std::vector<T>& v) {
   return v[rng() % v.size()];
 }
 
+// A random index into a repeated field of `size` elements (size > 0).
+int any(Rng& rng, int size) {
+  return static_cast<int>(rng() % static_cast<uint64_t>(size));
+}
+
 // clang-format off
 int64_t some_int(Rng& rng) {
   static const std::vector<int64_t> values = {
@@ -76,7 +81,7 @@ void mutate_attribute(onnx::NodeProto& n, Rng& rng) {
         pick(rng, std::vector<int>{onnx::AttributeProto::INT, onnx::AttributeProto::INTS,
                                    onnx::AttributeProto::FLOAT, onnx::AttributeProto::STRING})));
   } else {
-    a = n.mutable_attribute(static_cast<int>(rng() % n.attribute_size()));
+    a = n.mutable_attribute(any(rng, n.attribute_size()));
   }
   switch (a->type()) {
     case onnx::AttributeProto::INT: a->set_i(some_int(rng)); break;
@@ -86,7 +91,7 @@ void mutate_attribute(onnx::NodeProto& n, Rng& rng) {
       else if (rng() % 2)
         a->mutable_ints()->RemoveLast();
       else
-        a->set_ints(static_cast<int>(rng() % a->ints_size()), some_int(rng));
+        a->set_ints(any(rng, a->ints_size()), some_int(rng));
       break;
     case onnx::AttributeProto::FLOAT: a->set_f(some_float(rng)); break;
     case onnx::AttributeProto::STRING: a->set_s(some_string(rng)); break;
@@ -102,7 +107,7 @@ void mutate_tensor(onnx::TensorProto& t, Rng& rng) {
       if (t.dims_size() == 0 || rng() % 4 == 0)
         t.add_dims(some_int(rng));
       else
-        t.set_dims(static_cast<int>(rng() % t.dims_size()), some_int(rng));
+        t.set_dims(any(rng, t.dims_size()), some_int(rng));
       break;
     case 1: t.set_data_type(static_cast<int32_t>(rng() % 17)); break;
     case 2:
@@ -120,9 +125,9 @@ void mutate_tensor(onnx::TensorProto& t, Rng& rng) {
         std::string& raw = *t.mutable_raw_data();
         raw[rng() % raw.size()] = static_cast<char>(rng());
       } else if (t.float_data_size()) {
-        t.set_float_data(static_cast<int>(rng() % t.float_data_size()), some_float(rng));
+        t.set_float_data(any(rng, t.float_data_size()), some_float(rng));
       } else if (t.int64_data_size()) {
-        t.set_int64_data(static_cast<int>(rng() % t.int64_data_size()), some_int(rng));
+        t.set_int64_data(any(rng, t.int64_data_size()), some_int(rng));
       }
   }
 }
@@ -139,7 +144,7 @@ void mutate_value_info(onnx::ValueInfoProto& v, Rng& rng) {
   } else if (rng() % 5 == 0) {
     s->mutable_dim()->RemoveLast();
   } else {
-    onnx::TensorShapeProto_Dimension* d = s->mutable_dim(static_cast<int>(rng() % s->dim_size()));
+    onnx::TensorShapeProto_Dimension* d = s->mutable_dim(any(rng, s->dim_size()));
     if (rng() % 3 == 0)
       d->set_dim_param(rng() % 2 ? "N" : "batch_size");
     else
@@ -162,31 +167,31 @@ void mutate(onnx::ModelProto& m, Rng& rng) {
     case 0:
     case 1:
       if (g.node_size())
-        mutate_attribute(*g.mutable_node(static_cast<int>(rng() % g.node_size())), rng);
+        mutate_attribute(*g.mutable_node(any(rng, g.node_size())), rng);
       return;
     case 2:
       if (g.node_size())
-        g.mutable_node(static_cast<int>(rng() % g.node_size()))->set_op_type(pick(rng, ops));
+        g.mutable_node(any(rng, g.node_size()))->set_op_type(pick(rng, ops));
       return;
     case 3:
       if (g.node_size()) {
-        onnx::NodeProto& n = *g.mutable_node(static_cast<int>(rng() % g.node_size()));
+        onnx::NodeProto& n = *g.mutable_node(any(rng, g.node_size()));
         const std::string name = pick(rng, value_names(g));
         if (n.input_size() == 0 || rng() % 4 == 0)
           n.add_input(name);
         else if (rng() % 5 == 0)
           n.mutable_input()->RemoveLast();
         else
-          n.set_input(static_cast<int>(rng() % n.input_size()), name);
+          n.set_input(any(rng, n.input_size()), name);
       }
       return;
     case 4:
       if (g.input_size())
-        mutate_value_info(*g.mutable_input(static_cast<int>(rng() % g.input_size())), rng);
+        mutate_value_info(*g.mutable_input(any(rng, g.input_size())), rng);
       return;
     case 5:
       if (g.initializer_size())
-        mutate_tensor(*g.mutable_initializer(static_cast<int>(rng() % g.initializer_size())), rng);
+        mutate_tensor(*g.mutable_initializer(any(rng, g.initializer_size())), rng);
       return;
     case 6:
       if (m.opset_import_size())
@@ -194,9 +199,9 @@ void mutate(onnx::ModelProto& m, Rng& rng) {
       return;
     default:
       if (g.node_size() && rng() % 2) {
-        *g.add_node() = g.node(static_cast<int>(rng() % g.node_size()));
+        *g.add_node() = g.node(any(rng, g.node_size()));
       } else if (g.node_size()) {
-        g.mutable_node()->SwapElements(static_cast<int>(rng() % g.node_size()), g.node_size() - 1);
+        g.mutable_node()->SwapElements(any(rng, g.node_size()), g.node_size() - 1);
         g.mutable_node()->RemoveLast();
       }
   }
