@@ -15,17 +15,21 @@ struct PoolCase {
 
 const std::vector<PoolCase>& cases() {
   static const std::vector<PoolCase> c = {
-      {{1, 3, 8, 8, 8}, {2, 2, 2}, {2, 2, 2}},        // tile-equal rows
-      {{2, 5, 9, 11, 67}, {2, 2, 2}, {2, 2, 2}},      // odd sizes, rows of several vectors
-      {{1, 2, 6, 130}, {2, 2}, {2, 2}},               // 2D
+      {{1, 3, 8, 8, 8}, {2, 2, 2}, {2, 2, 2}},    // tile-equal rows
+      {{2, 5, 9, 11, 67}, {2, 2, 2}, {2, 2, 2}},  // odd sizes, rows of several vectors
+      {{1, 2, 6, 130}, {2, 2}, {2, 2}},           // 2D
       {{1, 2, 7, 9, 37}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
       {{1, 3, 9, 10, 41}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1, 1, 1, 1}},
       {{1, 3, 9, 10, 41}, {3, 3, 3}, {2, 2, 2}, {1, 0, 1, 0, 1, 2}, {}, true},
       {{1, 2, 5, 70}, {2, 3}, {1, 2}, {0, 1, 1, 0}, {1, 2}},  // dilation along the row
-      {{1, 2, 5, 53}, {1, 3}, {1, 3}},                // stride 3: lane by lane
-      {{1, 4, 29}, {4}, {2}, {2, 1}},                 // 1D
+      {{1, 2, 5, 53}, {1, 3}, {1, 3}},                        // stride 3: lane by lane
+      {{1, 4, 29}, {4}, {2}, {2, 1}},                         // 1D
       {{1, 2, 6, 7, 45}, {2, 2, 2}, {2, 2, 2}, {}, {}, false, "SAME_UPPER"},
-      {{1, 1, 3, 3, 3}, {2, 2, 2}, {2, 2, 2}},        // smaller than a vector
+      {{1, 1, 3, 3, 3}, {2, 2, 2}, {2, 2, 2}},                // smaller than a vector
+      {{1, 2, 5, 7}, {2, 9}, {1, 2}, {1, 4, 0, 4}},           // a kernel wider than the row
+      {{1, 2, 6, 20}, {3, 4}, {2, 1}, {2, 3, 2, 5}, {1, 3}},  // dilated taps past both ends
+      // A window of 2^31 - 1 taps over five columns (found by fuzz/: the edge walked every tap).
+      {{2, 1, 1, 5}, {1, 2147483647}, {2, 2}, {}, {}, false, "SAME_UPPER"},
   };
   return c;
 }

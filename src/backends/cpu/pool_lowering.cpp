@@ -15,12 +15,14 @@ namespace {
 // How many taps of output index `o` along axis d fall inside the padded extent
 // (count_include_pad's divisor).
 int64_t padded_taps(const ref::Geometry& g, size_t d, int64_t o) {
-  int64_t n = 0;
-  for (int64_t k = 0; k < g.kernel[d]; ++k) {
-    int64_t i = o * g.stride[d] - g.pad_begin[d] + k * g.dilation[d];
-    if (i >= -g.pad_begin[d] && i < g.in[d] + g.pad_end[d]) ++n;
-  }
-  return n;
+  return ref::taps_within(o * g.stride[d] - g.pad_begin[d], g.dilation[d], g.kernel[d],
+                          -g.pad_begin[d], g.in[d] + g.pad_end[d])
+      .count();
+}
+
+// The taps of output index `o` along axis d that read the input.
+ref::TapRange inside_taps(const ref::Geometry& g, size_t d, int64_t o) {
+  return ref::taps_within(o * g.stride[d] - g.pad_begin[d], g.dilation[d], g.kernel[d], 0, g.in[d]);
 }
 
 class PoolCpuOp : public CpuOp {
@@ -74,12 +76,11 @@ class PoolCpuOp : public CpuOp {
         int64_t pd = padded_taps(g3, 0, od);
         auto run_rows = [&](int64_t oh, int64_t count) {
           rows.clear();
-          for (int64_t kd = 0; kd < g3.kernel[0]; ++kd) {
+          const ref::TapRange td = inside_taps(g3, 0, od), th = inside_taps(g3, 1, oh);
+          for (int64_t kd = td.first; kd < td.last; ++kd) {
             int64_t id = od * g3.stride[0] - g3.pad_begin[0] + kd * g3.dilation[0];
-            if (id < 0 || id >= g3.in[0]) continue;
-            for (int64_t kh = 0; kh < g3.kernel[1]; ++kh) {
+            for (int64_t kh = th.first; kh < th.last; ++kh) {
               int64_t ih = oh * g3.stride[1] - g3.pad_begin[1] + kh * g3.dilation[1];
-              if (ih < 0 || ih >= g3.in[1]) continue;
               rows.push_back(xp + (plane * in_plane + (id * g3.in[1] + ih) * g3.in[2]) *
                                       static_cast<int64_t>(es));
             }

@@ -156,6 +156,19 @@ inline std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& 
   return idx;
 }
 
+/// The taps t in [0, k) whose position start + t * dilation lies in [lo, hi), as [first, last):
+/// found by arithmetic, since a kernel may be far wider than the input (a window of 2^31 taps
+/// over five columns must not take 2^31 steps).
+struct TapRange {
+  int64_t first, last;
+  int64_t count() const { return last - first; }
+};
+inline TapRange taps_within(int64_t start, int64_t dilation, int64_t k, int64_t lo, int64_t hi) {
+  auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
+  const int64_t first = std::clamp<int64_t>(ceil_div(lo - start, dilation), 0, k);
+  return {first, std::clamp<int64_t>(ceil_div(hi - start, dilation), first, k)};
+}
+
 /// Fills `taps` for the output position at row-major spatial offset `p`. Returns how many window
 /// positions fall inside the padded input (the divisor of AveragePool with count_include_pad).
 inline int64_t window_taps(const Geometry& g, int64_t p, std::vector<Tap>& taps) {
@@ -163,34 +176,33 @@ inline int64_t window_taps(const Geometry& g, int64_t p, std::vector<Tap>& taps)
   std::vector<int64_t> o = unflatten(p, g.out);
   taps.clear();
   int64_t in_padded = 1;
+  std::vector<TapRange> inside(rank);
+  std::vector<int64_t> start(rank);
   for (size_t d = 0; d < rank; ++d) {
-    int64_t n = 0;
-    for (int64_t k = 0; k < g.kernel[d]; ++k) {
-      int64_t i = o[d] * g.stride[d] - g.pad_begin[d] + k * g.dilation[d];
-      if (i >= -g.pad_begin[d] && i < g.in[d] + g.pad_end[d]) ++n;
-    }
-    in_padded *= n;
+    start[d] = o[d] * g.stride[d] - g.pad_begin[d];
+    in_padded *=
+        taps_within(start[d], g.dilation[d], g.kernel[d], -g.pad_begin[d], g.in[d] + g.pad_end[d])
+            .count();
+    inside[d] = taps_within(start[d], g.dilation[d], g.kernel[d], 0, g.in[d]);
+    if (inside[d].count() == 0) return in_padded;
   }
-  std::vector<int64_t> k(rank, 0);
-  int64_t kn = g.kernel_size();
-  for (int64_t kf = 0; kf < kn; ++kf) {
-    int64_t x = 0;
-    bool inside = true;
+  // Every combination of the inside taps, the last axis fastest.
+  std::vector<int64_t> k(rank);
+  for (size_t d = 0; d < rank; ++d) k[d] = inside[d].first;
+  while (true) {
+    int64_t kf = 0, x = 0;
     for (size_t d = 0; d < rank; ++d) {
-      int64_t i = o[d] * g.stride[d] - g.pad_begin[d] + k[d] * g.dilation[d];
-      if (i < 0 || i >= g.in[d]) {
-        inside = false;
-        break;
-      }
-      x = x * g.in[d] + i;
+      kf = kf * g.kernel[d] + k[d];
+      x = x * g.in[d] + start[d] + k[d] * g.dilation[d];
     }
-    if (inside) taps.push_back(Tap{kf, x});
-    for (size_t d = rank; d-- > 0;) {
-      if (++k[d] < g.kernel[d]) break;
-      k[d] = 0;
+    taps.push_back(Tap{kf, x});
+    size_t d = rank;
+    while (d-- > 0) {
+      if (++k[d] < inside[d].last) break;
+      k[d] = inside[d].first;
     }
+    if (d == static_cast<size_t>(-1)) return in_padded;
   }
-  return in_padded;
 }
 
 }  // namespace voxrt::ref

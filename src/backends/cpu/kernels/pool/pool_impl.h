@@ -1,6 +1,7 @@
 // The pooling kernels written once over a vector type S and a storage type T.
 #pragma once
 
+#include <algorithm>
 #include <limits>
 
 #include "backends/cpu/kernels/eltwise/eltwise_impl.h"
@@ -136,12 +137,19 @@ struct PoolRowImpl {
   static void edge(const T* const* rows, int nrows, int padded_rows, bool include_pad,
                    const PoolAxis& a, int64_t x, T* y) {
     float acc = identity();
-    int64_t inside = 0, padded = 0;
-    for (int64_t t = 0; t < a.kernel; ++t) {
-      int64_t i = x * a.stride - a.pad_begin + t * a.dilation;
-      if (i >= -a.pad_begin && i < a.in + a.pad_end) ++padded;
-      if (i < 0 || i >= a.in) continue;
-      ++inside;
+    // The taps inside the input, and inside the padded extent, by arithmetic rather than a walk
+    // over the kernel, which may be far wider than the input (as ref::taps_within).
+    const int64_t start = x * a.stride - a.pad_begin;
+    auto first_at_or_after = [&](int64_t lo) {
+      const int64_t gap = lo - start;
+      return std::clamp<int64_t>(gap > 0 ? (gap + a.dilation - 1) / a.dilation : 0, 0, a.kernel);
+    };
+    const int64_t t0 = first_at_or_after(0), t1 = std::max(t0, first_at_or_after(a.in));
+    const int64_t padded =
+        std::max<int64_t>(0, first_at_or_after(a.in + a.pad_end) - first_at_or_after(-a.pad_begin));
+    const int64_t inside = t1 - t0;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = start + t * a.dilation;
       for (int r = 0; r < nrows; ++r) acc = combine1(S::load1(rows[r] + i), acc);
     }
     if constexpr (!kMax) {
