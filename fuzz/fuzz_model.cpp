@@ -53,6 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     default: break;
   }
+  opt.threads = 1 + static_cast<int>(size / 4 % 2);  // the drivers' splits over two threads too
   try {
     voxrt::Session s(data, size, opt);
     std::vector<voxrt::NamedTensor> in;
