@@ -139,7 +139,7 @@ void interleave_phases(const T* src, int64_t phase_stride, int64_t s, int64_t ou
     }
   } else {
     for (int64_t m = 0; m < rows; ++m)
-      for (int64_t r = 0; r < s; ++r)
+      for (int64_t r = 0; r < std::min(s, out); ++r)  // phases past the row have no outputs
         for (int64_t j = 0; j < count(r); ++j)
           dst[m * dst_step + (x0 + j) * s + r] = src[m * src_step + r * phase_stride + j];
   }
@@ -316,7 +316,10 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
                bb = panel_type_bytes(g_.b_panel);
   const int64_t ks = packed_steps(g_, cg);  // the gemm's steps: input channels (in pairs for bf16)
   const Tiling t = tiling(g_, ks, s_in);
-  const int64_t sx = win.stride[2], wq = ceil_div(win.out[2], sx), acc_row = sx * wq;
+  // A row holds the phases that have outputs: all sx of them, or, with a stride wider than the
+  // row (a fuzzed 2^31 - 1), only the first out[2], one output each.
+  const int64_t sx = win.stride[2], wq = ceil_div(win.out[2], sx);
+  const int64_t acc_row = std::min(sx, win.out[2]) * wq;
   const int64_t acc_plane = win.out[1] * acc_row, plane_in = win.in[1] * win.in[2];
   const int64_t zb = std::clamp<int64_t>(kAccBudget / (chunk_ * acc_plane * 4), 1, win.out[0]);
   const int64_t zblocks = ceil_div(win.out[0], zb);
@@ -386,6 +389,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
           for (int64_t i = 0; i < mrr; ++i) {
             const int64_t r = r0 + i;
             const Tap& tp = taps[static_cast<size_t>(r % kvol_)];
+            if (tp.ph >= win.out[2]) continue;  // a phase past the row: nothing lands
             float* out = acc + (r / kvol_) * nz * acc_plane + tp.ph * wq;
             const float* src_row = tile.data() + i * t.tile_cols;
             for (const RowGroup& gr : groups) {
