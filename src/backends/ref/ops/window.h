@@ -184,8 +184,9 @@ inline int64_t window_taps(const Geometry& g, int64_t p, std::vector<Tap>& taps)
         taps_within(start[d], g.dilation[d], g.kernel[d], -g.pad_begin[d], g.in[d] + g.pad_end[d])
             .count();
     inside[d] = taps_within(start[d], g.dilation[d], g.kernel[d], 0, g.in[d]);
-    if (inside[d].count() == 0) return in_padded;
   }
+  for (size_t d = 0; d < rank; ++d)
+    if (inside[d].count() == 0) return in_padded;
   // Every combination of the inside taps, the last axis fastest.
   std::vector<int64_t> k(rank);
   for (size_t d = 0; d < rank; ++d) k[d] = inside[d].first;
