@@ -375,8 +375,9 @@ TEST(MathOps, MatMulVectorsAndBatchBroadcast) {
     m.input("b", P::FLOAT, db);
     m.node("MatMul", {"a", "b"}, {"y"});
     m.output("y", P::FLOAT);
-    std::vector<float> a = ramp(shape_numel(c.a)), b = ramp(shape_numel(c.b) + 7);
-    b.erase(b.begin(), b.begin() + 7);
+    // B from 7 on, so that its values differ from A's.
+    const std::vector<float> a = ramp(shape_numel(c.a)), ramp_b = ramp(shape_numel(c.b) + 7);
+    std::vector<float> b(ramp_b.begin() + 7, ramp_b.end());
     Tensor y = run1(m, {{"a", f32(c.a, a)}, {"b", f32(c.b, b)}});
     ASSERT_EQ(y.shape(), c.y);
     // Independent check: promote to the general batched case by hand.
