@@ -84,31 +84,29 @@ double relative_l2(const std::vector<T>& ref, const std::vector<T>& x) {
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
-// The sampled values of a float32 or float16 tensor; none for other dtypes.
+// Every `step`-th value of a float32 or float16 tensor, as T; none for other dtypes.
+template <typename T>
+std::vector<T> every(const Tensor& t, int64_t step) {
+  std::vector<T> v;
+  if (t.dtype() != DType::f32 && t.dtype() != DType::f16) return v;
+  v.reserve(static_cast<size_t>((t.numel() + step - 1) / step));
+  for (int64_t i = 0; i < t.numel(); i += step)
+    v.push_back(static_cast<T>(t.dtype() == DType::f32 ? t.data<float>()[i]
+                                                       : half_to_float(t.data<uint16_t>()[i])));
+  return v;
+}
+
+// The sampled values of a float tensor; numel 0 for other dtypes.
 Sampled sample(const Tensor& t) {
   Sampled s;
-  if (t.dtype() != DType::f32 && t.dtype() != DType::f16) return s;
-  s.numel = t.numel();
-  const int64_t step = std::max<int64_t>(1, (s.numel + kSampled - 1) / kSampled);
-  s.values.reserve(static_cast<size_t>((s.numel + step - 1) / step));
-  for (int64_t i = 0; i < s.numel; i += step)
-    s.values.push_back(t.dtype() == DType::f32 ? t.data<float>()[i]
-                                               : half_to_float(t.data<uint16_t>()[i]));
+  s.values = every<float>(t, std::max<int64_t>(1, (t.numel() + kSampled - 1) / kSampled));
+  if (!s.values.empty()) s.numel = t.numel();
   return s;
 }
 
-// The values of a float32 or float16 tensor; empty for other dtypes.
+// All the values of a float tensor, as doubles.
 std::vector<double> float_values(const Tensor& t) {
-  std::vector<double> v;
-  if (t.dtype() == DType::f32) {
-    const float* p = t.data<float>();
-    v.assign(p, p + t.numel());
-  } else if (t.dtype() == DType::f16) {
-    const uint16_t* p = t.data<uint16_t>();
-    v.reserve(static_cast<size_t>(t.numel()));
-    for (int64_t i = 0; i < t.numel(); ++i) v.push_back(half_to_float(p[i]));
-  }
-  return v;
+  return every<double>(t, 1);
 }
 
 // Node names identify a node across precisions; unnamed or repeated ones get the op type and a

@@ -138,7 +138,9 @@ struct PoolRowImpl {
                    const PoolAxis& a, int64_t x, T* y) {
     float acc = identity();
     // The taps inside the input, and inside the padded extent, by arithmetic rather than a walk
-    // over the kernel, which may be far wider than the input (as ref::taps_within).
+    // over the kernel, which may be far wider than the input. The same sum as ref::taps_within,
+    // written again here: a kernel file compiled with its ISA's flags must not instantiate inline
+    // code that other files share (the linker could keep this file's AVX-512 copy for all).
     const int64_t start = x * a.stride - a.pad_begin;
     auto first_at_or_after = [&](int64_t lo) {
       const int64_t gap = lo - start;
