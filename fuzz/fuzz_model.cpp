@@ -15,21 +15,27 @@ namespace {
 constexpr int64_t kMaxInputElements = 1 << 12;
 constexpr int64_t kMaxActivationBytes = int64_t{64} << 20;
 
-// Deterministic non-zero values, as the bytes of any dtype (small integers where the dtype is an
-// integer, so that shape-like inputs stay small).
+// Deterministic values, mostly non-zero, as the bytes of any dtype (small integers where the
+// dtype is an integer, so that shape-like inputs stay small).
 void fill(voxrt::Tensor& t) {
   auto* p = static_cast<uint8_t*>(t.raw());
   const size_t width = voxrt::dtype_size(t.dtype());
   for (int64_t i = 0; i < t.numel(); ++i) {
     uint8_t* e = p + static_cast<size_t>(i) * width;
+    const float v = static_cast<float>(i % 7) * 0.25f - 0.75f;  // -0.75 .. 0.75
     if (t.dtype() == voxrt::DType::f32) {
-      const float v = static_cast<float>(i % 7) * 0.25f - 0.75f;
       std::memcpy(e, &v, sizeof v);
+    } else if (t.dtype() == voxrt::DType::f64) {
+      const double d = v;
+      std::memcpy(e, &d, sizeof d);
     } else if (t.dtype() == voxrt::DType::f16) {
-      const uint16_t v = static_cast<uint16_t>(0x3800 + (i % 5) * 0x100);  // 0.5 .. 1.5
-      std::memcpy(e, &v, sizeof v);
-    } else if (voxrt::is_float(t.dtype())) {
-      std::memset(e, 0, width);
+      const uint16_t h = static_cast<uint16_t>(0x3800 + (i % 5) * 0x100);  // 0.5 .. 1.5
+      std::memcpy(e, &h, sizeof h);
+    } else if (t.dtype() == voxrt::DType::bf16) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof v);
+      const uint16_t b = static_cast<uint16_t>(bits >> 16);  // exact: v has few significant bits
+      std::memcpy(e, &b, sizeof b);
     } else {
       std::memset(e, 0, width);
       e[0] = static_cast<uint8_t>(1 + i % 3);
