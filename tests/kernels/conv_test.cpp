@@ -568,8 +568,9 @@ TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
 // widen them as they go. With a budget of a few hundred bytes every convolution here widens them
 // block by block (the direct path per slab and block, the packed path per item and block), which
 // only layers with megabytes of weights do at the default budget; the outputs stay the
-// reference's. The ConvTranspose cases widen whole panels. The panels held take half the bytes of
-// the same layer's fp32 row.
+// reference's. ConvTranspose's gather form widens a block of MR output channels (every phase) at
+// a time, its other forms whole panels. The panels held take half the bytes of the same layer's
+// fp32 row.
 TEST_P(ConvLoweringTest, Fp16PanelsWidenedInBlocksMatchReference) {
   if (GetParam().fpmath == FpMath::bf16 || GetParam().isa == Isa::avx512fp16)
     GTEST_SKIP() << "only rows with fp16 storage and fp32 arithmetic keep fp16 panels";
@@ -582,6 +583,16 @@ TEST_P(ConvLoweringTest, Fp16PanelsWidenedInBlocksMatchReference) {
   int k = 0;
   for (const ConvCase& c : unet_cases())
     check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+  // MONAI's up-convolution (gather form) to more output channels than any row's MR, and not a
+  // multiple of it: several blocks, the last one partial.
+  ConvCase up;
+  up.op = "ConvTranspose";
+  up.x = {2, 5, 4, 5, 6};
+  up.w = {5, 21, 3, 3, 3};
+  up.ints("strides", {2, 2, 2}).ints("pads", {1, 1, 1, 1, 1, 1});
+  up.ints("output_padding", {1, 1, 1});
+  check(up, DType::f16, GetParam(), &pool, rng);
+  check(up, DType::f16, GetParam(), nullptr, rng);
   check_random_cases(20, 19, GetParam(), [](std::mt19937& r, int attempt) {
     return attempt % 3 == 2 ? random_conv_transpose(r, 3) : random_conv(r, 1 + attempt % 3);
   });

@@ -133,7 +133,7 @@ class APanels {
   /// The panels for one call: the kept ones, or all of them widened into scratch by the pool.
   Open open(const RunContext& ctx) const;
   /// Widened panels take at most about this many bytes at a time where the driver can choose
-  /// (2 MiB; one MR block at least).
+  /// (512 KiB; one MR block at least).
   static size_t widen_budget();
   /// Sets widen_budget() and returns the previous one: tests make it small, so that small
   /// layers take the blocked widening large ones take.
@@ -292,10 +292,12 @@ class ConvTransposeDirect {
   int64_t kernel_[3], stride_[3], pad_[3];
   std::vector<Phase> phases_[3];
   int64_t wlo_ = 0;  // the lowest width offset of any phase
-  // Per (depth, height, width) phase, row-major: rows m, steps (channel pack, tap d, tap h,
-  // tap w).
+  // Per block of MR output channels, every (depth, height, width) phase's micro-panel in turn,
+  // row-major: rows m, steps (channel pack, tap d, tap h, tap w). A run whose panels are kept
+  // as fp16 widens a few blocks at a time (APanels::widen_budget()), each one range of a_.
   APanels a_;
-  std::vector<size_t> a_at_;      // where each phase's panels start in a_
+  size_t a_block_bytes_ = 0;      // one block of MR channels, every phase
+  std::vector<size_t> a_at_;      // where each phase's micro-panel starts within a block
   std::vector<int64_t> a_steps_;  // panel elements of each
   std::vector<float> bias_;       // M values, zeros without a bias
   ConvEpilogue e_;

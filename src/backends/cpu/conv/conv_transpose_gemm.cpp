@@ -481,17 +481,16 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
   // float32 copies beside the packed panels stay small: wf[c][m - m0][tap].
   std::vector<float> wf(static_cast<size_t>(c_ * mr * kvol)), ordered;
   std::vector<int64_t> steps_of;
-  size_t a_bytes = 0;  // every phase's panels, one after the other
   for (const Phase& pd : phases_[0])
     for (const Phase& ph : phases_[1])
       for (const Phase& pw : phases_[2]) {
         const int64_t steps = packs * pd.taps * ph.taps * pw.taps * kp;
-        a_at_.push_back(a_bytes);
-        a_bytes += packed_a_bytes(g_, m_, steps);
+        a_at_.push_back(a_block_bytes_);
+        a_block_bytes_ += packed_a_bytes(g_, mr, steps);
         a_steps_.push_back(packed_steps(g_, steps));
         steps_of.push_back(steps);
       }
-  a_ = APanels(g_, a_bytes);
+  a_ = APanels(g_, a_block_bytes_ * static_cast<size_t>(ceil_div(m_, mr)));
   for (int64_t m0 = 0; m0 < m_; m0 += mr) {
     const int64_t rows = std::min(mr, m_ - m0);
     for (int64_t c = 0; c < c_; ++c)
@@ -517,7 +516,7 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
                         wf[static_cast<size_t>((c * rows + m) * kvol + (td * kh + th) * kw + tw)];
                   }
           const size_t panel_bytes = packed_a_bytes(g_, mr, steps);
-          a_.fill(a_at_[phase] + static_cast<size_t>(m0 / mr) * panel_bytes, panel_bytes,
+          a_.fill(static_cast<size_t>(m0 / mr) * a_block_bytes_ + a_at_[phase], panel_bytes,
                   [&](uint8_t* dst) { pack_a(g_, ordered.data(), steps, 1, rows, steps, dst); });
           ++phase;
         }
@@ -533,11 +532,10 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   for (int d = 0; d < 3; ++d)
     if (win.pad[d] != pad_[d] || win.stride[d] != stride_[d] || win.kernel[d] != kernel_[d])
       throw Error("ConvTransposeDirect: window differs from the one its weights were built for");
-  const APanels::Open a = a_.open(ctx);
   ThreadPool* pool = ctx.pool;
   const int64_t kp = g_.k_pack, packs = ceil_div(c_, kp), mr = g_.mr, nr = g_.nr;
-  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
-               bb = panel_type_bytes(g_.b_panel), member = bb / static_cast<size_t>(kp);
+  const size_t es = dtype_size(g_.storage), bb = panel_type_bytes(g_.b_panel),
+               member = bb / static_cast<size_t>(kp);
   const int64_t sd = stride_[0], sh = stride_[1], sw = stride_[2];
   // A strip's tiles: per width phase, M rows padded to whole micro-panels.
   const int64_t mblocks = ceil_div(m_, mr), mpad = mblocks * mr;
@@ -588,6 +586,11 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
                 o.push_back(p * chan + ud * plane + uh * xlen + pw.lo - wlo_ + uw);
       }
 
+  // Panels kept as fp16 (APanels::narrow) are widened for each slab a few blocks of MR output
+  // channels at a time, at most APanels::widen_budget() bytes (one block at least).
+  const int64_t wblocks = a_.blocks_at_once(static_cast<int64_t>(a_block_bytes_), mblocks);
+  PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
+
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t x_plane = in_h * in_w, x_chan = in_d * x_plane;
@@ -620,67 +623,77 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
           }
         }
       });
-      // Items (depth phase, plane j, height phase): rows of strips, each strip's tiles (output
-      // channels of each width phase) interleaved into the output rows.
-      split_items(pool, sd * (j1 - j0) * sh, [&](int64_t begin, int64_t end) {
-        std::vector<uint8_t> strip(static_cast<size_t>(sw * mpad * nr) * es);
-        for (int64_t item = begin; item < end; ++item) {
-          const int64_t rh = item % sh, jd = j0 + item / sh % (j1 - j0), rd = item / sh / (j1 - j0);
-          const Phase &pd = phases_[0][static_cast<size_t>(rd)],
-                      &ph = phases_[1][static_cast<size_t>(rh)];
-          const int64_t nd = phase_count(od, sd, rd), nh = phase_count(oh, sh, rh);
-          if (jd >= nd) continue;
-          const size_t phases = static_cast<size_t>((rd * sh + rh) * sw);  // its first width phase
-          const int64_t z = sd * jd + rd;
-          // The phase plane's first padded row; output row jh reads from jh * xlen on.
-          const uint8_t* first =
-              slab.data() + ((jd - j0 + pd.lo - lo[0]) * plane + (ph.lo - lo[1]) * xlen) *
-                                static_cast<int64_t>(bb);
-          // Columns [x0, x0 + len) of output row jh from strip lanes [lane, lane + len): each
-          // channel's width phases interleaved.
-          auto store = [&](int64_t jh, int64_t x0, int64_t lane, int64_t len) {
-            uint8_t* out =
-                yb + ((n * m_ * od + z) * oh + sh * jh + rh) * ow * static_cast<int64_t>(es);
-            interleave_phases(strip.data() + lane * static_cast<int64_t>(es), mpad * nr, es, sw, ow,
-                              x0, len, out, m_, nr, od * oh * ow);
-          };
-          // Strips along each row, or straight across rows `xlen` apart where rows are short
-          // against NR (the lanes between rows computed and dropped).
-          const int64_t width = most[2];
-          const bool by_rows =
-              static_cast<double>(width) / static_cast<double>(ceil_div(width, nr) * nr) >=
-              0.97 * static_cast<double>(nh * width) /
-                  static_cast<double>(ceil_div(nh * xlen, nr) * nr);
-          const int64_t span = by_rows ? nh * ceil_div(width, nr) : ceil_div(nh * xlen, nr);
-          for (int64_t k = 0; k < span; ++k) {
-            // Strip k starts at padded-row offset q0 (row jh0 when by rows).
-            const int64_t per_row = ceil_div(width, nr);
-            const int64_t q0 = by_rows ? k / per_row * xlen + k % per_row * nr : k * nr;
-            const int64_t nc = by_rows ? std::min(nr, width - k % per_row * nr) : nr;
-            for (int64_t rw = 0; rw < sw; ++rw) {
-              const size_t phase = phases + static_cast<size_t>(rw);
-              const int64_t steps = a_steps_[phase];
-              for (int64_t mb = 0; mb < mblocks; ++mb) {
-                GemmParams p;
-                p.bias = bias_.data() + mb * mr;
-                p.act = e_.act;
-                p.alpha = e_.alpha;
-                g_.ukernel(static_cast<size_t>(std::min(mr, m_ - mb * mr)), static_cast<size_t>(nc),
-                           static_cast<size_t>(steps),
-                           a.data() + a_at_[phase] + mb * mr * steps * static_cast<int64_t>(ab),
-                           first + q0 * static_cast<int64_t>(bb), offsets[phase].data(),
-                           strip.data() + (rw * mpad + mb * mr) * nr * static_cast<int64_t>(es),
-                           static_cast<size_t>(nr), p);
+      for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
+        // Output channels [m0, m1): blocks [w0, w1) of every phase's panels.
+        const int64_t w1 = std::min(mblocks, w0 + wblocks), m0 = w0 * mr,
+                      m1 = std::min(m_, w1 * mr);
+        const uint8_t* a =
+            a_.range(static_cast<size_t>(w0) * a_block_bytes_,
+                     static_cast<size_t>(w1 - w0) * a_block_bytes_, widened.data(), ctx, true);
+        // Items (depth phase, plane j, height phase): rows of strips, each strip's tiles (output
+        // channels of each width phase) interleaved into the output rows.
+        split_items(pool, sd * (j1 - j0) * sh, [&](int64_t begin, int64_t end) {
+          std::vector<uint8_t> strip(static_cast<size_t>(sw * mpad * nr) * es);
+          for (int64_t item = begin; item < end; ++item) {
+            const int64_t rh = item % sh, jd = j0 + item / sh % (j1 - j0),
+                          rd = item / sh / (j1 - j0);
+            const Phase &pd = phases_[0][static_cast<size_t>(rd)],
+                        &ph = phases_[1][static_cast<size_t>(rh)];
+            const int64_t nd = phase_count(od, sd, rd), nh = phase_count(oh, sh, rh);
+            if (jd >= nd) continue;
+            const size_t phases =
+                static_cast<size_t>((rd * sh + rh) * sw);  // its first width phase
+            const int64_t z = sd * jd + rd;
+            // The phase plane's first padded row; output row jh reads from jh * xlen on.
+            const uint8_t* first =
+                slab.data() + ((jd - j0 + pd.lo - lo[0]) * plane + (ph.lo - lo[1]) * xlen) *
+                                  static_cast<int64_t>(bb);
+            // Columns [x0, x0 + len) of output row jh from strip lanes [lane, lane + len): each
+            // channel's width phases interleaved.
+            auto store = [&](int64_t jh, int64_t x0, int64_t lane, int64_t len) {
+              uint8_t* out = yb + (((n * m_ + m0) * od + z) * oh + sh * jh + rh) * ow *
+                                      static_cast<int64_t>(es);
+              interleave_phases(strip.data() + (m0 * nr + lane) * static_cast<int64_t>(es),
+                                mpad * nr, es, sw, ow, x0, len, out, m1 - m0, nr, od * oh * ow);
+            };
+            // Strips along each row, or straight across rows `xlen` apart where rows are short
+            // against NR (the lanes between rows computed and dropped).
+            const int64_t width = most[2];
+            const bool by_rows =
+                static_cast<double>(width) / static_cast<double>(ceil_div(width, nr) * nr) >=
+                0.97 * static_cast<double>(nh * width) /
+                    static_cast<double>(ceil_div(nh * xlen, nr) * nr);
+            const int64_t span = by_rows ? nh * ceil_div(width, nr) : ceil_div(nh * xlen, nr);
+            for (int64_t k = 0; k < span; ++k) {
+              // Strip k starts at padded-row offset q0 (row jh0 when by rows).
+              const int64_t per_row = ceil_div(width, nr);
+              const int64_t q0 = by_rows ? k / per_row * xlen + k % per_row * nr : k * nr;
+              const int64_t nc = by_rows ? std::min(nr, width - k % per_row * nr) : nr;
+              for (int64_t rw = 0; rw < sw; ++rw) {
+                const size_t phase = phases + static_cast<size_t>(rw);
+                const int64_t steps = a_steps_[phase];
+                for (int64_t mb = w0; mb < w1; ++mb) {
+                  GemmParams p;
+                  p.bias = bias_.data() + mb * mr;
+                  p.act = e_.act;
+                  p.alpha = e_.alpha;
+                  g_.ukernel(static_cast<size_t>(std::min(mr, m_ - mb * mr)),
+                             static_cast<size_t>(nc), static_cast<size_t>(steps),
+                             a + (mb - w0) * static_cast<int64_t>(a_block_bytes_) + a_at_[phase],
+                             first + q0 * static_cast<int64_t>(bb), offsets[phase].data(),
+                             strip.data() + (rw * mpad + mb * mr) * nr * static_cast<int64_t>(es),
+                             static_cast<size_t>(nr), p);
+                }
+              }
+              for (int64_t jh = q0 / xlen; jh < nh && jh * xlen < q0 + nc; ++jh) {
+                const int64_t c0 = std::max(q0, jh * xlen) - jh * xlen,
+                              c1 = std::min(q0 + nc, jh * xlen + width) - jh * xlen;
+                if (c1 > c0) store(jh, c0, jh * xlen + c0 - q0, c1 - c0);
               }
             }
-            for (int64_t jh = q0 / xlen; jh < nh && jh * xlen < q0 + nc; ++jh) {
-              const int64_t c0 = std::max(q0, jh * xlen) - jh * xlen,
-                            c1 = std::min(q0 + nc, jh * xlen + width) - jh * xlen;
-              if (c1 > c0) store(jh, c0, jh * xlen + c0 - q0, c1 - c0);
-            }
           }
-        }
-      });
+        });
+      }
     }
 }
 
