@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes model loading and running (fuzz/): builds the targets with clang, libFuzzer, ASan and
-# UBSan into build-fuzz/, seeds a corpus with ONNX's backend test models, and runs.
+# UBSan into build-fuzz/, seeds a corpus with ONNX's backend test models and small UNet pieces
+# (fuzz/make_seeds.py), and runs.
 #
 #   scripts/fuzz.sh [SECONDS] [structured|bytes]     (default 600 structured)
 #
@@ -41,5 +42,7 @@ if [ -z "$(ls -A "$seed")" ]; then
     cp "$f" "$seed/$(echo "$f" | md5sum | cut -c1-16).onnx"
   done
 fi
+# Small UNet pieces of several nodes, fp32 and fp16, so that mutants reach the graph passes.
+ls "$seed"/voxrt_*.onnx >/dev/null 2>&1 || /usr/bin/python3 fuzz/make_seeds.py "$seed"
 build-fuzz/fuzz/$target "$corpus" "$seed" -max_total_time="$seconds" -max_len=65536 \
   -rss_limit_mb=3072 -timeout=20 -artifact_prefix="$artifacts/" -print_final_stats=1

@@ -77,8 +77,11 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
     p.shapes[static_cast<size_t>(v)] = t.shape();
     p.known[static_cast<size_t>(v)] = 1;
   }
+  // A constant a lowered op packed keeps its shape but no bytes (release_packed_constants in
+  // compile.cpp): not a value to compute with, so a node reading one is never folded here, even
+  // where its other inputs fold from a small integer input's values; its kernel runs it.
   auto value_of = [&](int v) -> const Tensor* {
-    if (const Tensor* c = g.constant(v)) return c;
+    if (const Tensor* c = g.constant(v)) return c->raw() || c->numel() == 0 ? c : nullptr;
     auto it = p.folded.find(v);
     return it == p.folded.end() ? nullptr : &it->second;
   };

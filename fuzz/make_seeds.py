@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Writes small multi-node models for the fuzzers' seed corpus.
+
+ONNX's backend test models (the other seeds) hold one op each, so mutating them rarely reaches
+the passes that rewrite patterns of several nodes: BatchNorm folding, Conv + residual +
+activation fusion, normalization + activation, GroupNorm written as torch exports it, Softmax
+between Transposes, Concat into Conv, the fp32 islands (Resize between Casts) of fp16 models and
+the output Cast. Each pattern here is a tiny UNet piece (two to four channels, a few voxels a
+side, dynamic batch) written at several opsets, in float32, float16 and float16 with float32
+inputs and outputs (tools/fp16_convert.py, as onnxconverter-common converts).
+
+Usage: /usr/bin/python3 fuzz/make_seeds.py OUT_DIR
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from fp16_convert import convert_float_to_float16  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+class Graph:
+    """Nodes and initializers of one model, with fresh names."""
+
+    def __init__(self, opset):
+        self.opset = opset
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, stem):
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def const(self, values, dtype=np.float32):
+        n = self.name("w")
+        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=dtype), n))
+        return n
+
+    def weights(self, *shape):
+        return self.const(RNG.standard_normal(shape) * (2.0 / np.prod(shape[1:])) ** 0.5)
+
+    def op(self, op_type, inputs, outputs=1, **attrs):
+        outs = [self.name(op_type.lower()) for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=self.name("n"), **attrs))
+        return outs[0] if outputs == 1 else outs
+
+    def conv(self, x, c_in, c_out, k=3, stride=1, dims=3, bias=True, **attrs):
+        w = self.weights(c_out, c_in, *([k] * dims))
+        inputs = [x, w] + ([self.const(RNG.standard_normal(c_out) * 0.1)] if bias else [])
+        pad = (k - 1) // 2
+        return self.op("Conv", inputs, kernel_shape=[k] * dims, strides=[stride] * dims,
+                       pads=[pad] * (2 * dims), **attrs)
+
+    def batch_norm(self, x, c):
+        attrs = {"epsilon": 1e-5}
+        if self.opset < 7:
+            attrs["consumed_inputs"] = [0, 0, 0, 1, 1]
+        elif self.opset < 9:
+            attrs["spatial"] = 1
+        return self.op("BatchNormalization",
+                       [x, self.const(1 + 0.1 * RNG.standard_normal(c)),
+                        self.const(0.1 * RNG.standard_normal(c)),
+                        self.const(0.1 * RNG.standard_normal(c)),
+                        self.const(0.5 + RNG.random(c))], **attrs)
+
+    def instance_norm(self, x, c):
+        return self.op("InstanceNormalization",
+                       [x, self.const(1 + 0.1 * RNG.standard_normal(c)),
+                        self.const(0.1 * RNG.standard_normal(c))], epsilon=1e-5)
+
+    def ints(self, values):
+        return self.const(values, np.int64)
+
+    def model(self, inputs, outputs, name):
+        g = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)],
+                              producer_name="voxrt fuzz seeds")
+        m.ir_version = 7 if self.opset <= 15 else 8
+        onnx.checker.check_model(m)
+        return m
+
+
+def io(name, channels, spatial):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", channels] + spatial)
+
+
+def unet_bn(opset):
+    """Conv, BatchNorm, Relu, MaxPool, ConvTranspose k2 s2, skip Concat, Conv, Softmax."""
+    g = Graph(opset)
+    a = g.op("Relu", [g.batch_norm(g.conv("x", 1, 3, bias=False), 3)])
+    d = g.op("MaxPool", [a], kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    d = g.op("Relu", [g.batch_norm(g.conv(d, 3, 4), 4)])
+    u = g.op("ConvTranspose", [d, g.weights(4, 3, 2, 2, 2), g.const(np.zeros(3))],
+             kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    c = g.op("Concat", [a, u], axis=1)
+    y = g.conv(g.op("Relu", [g.conv(c, 6, 3)]), 3, 2, k=1)
+    g.nodes.append(helper.make_node("Softmax", [y], ["y"], axis=1))
+    return g.model([io("x", 1, [4, 6, 6])], [io("y", 2, [4, 6, 6])], "unet_bn")
+
+
+def monai_residual(opset):
+    """MONAI's residual unit: strided Conv, InstanceNorm, PRelu, a 1x1 strided residual added
+    after the activation; a k3 s2 ConvTranspose with output padding back up."""
+    g = Graph(opset)
+    slope = g.const([0.25])
+    a = g.op("PRelu", [g.instance_norm(g.conv("x", 2, 3, stride=2), 3), slope])
+    a = g.op("PRelu", [g.instance_norm(g.conv(a, 3, 3), 3), slope])
+    r = g.op("Add", [a, g.conv("x", 2, 3, k=1, stride=2)])
+    u = g.op("ConvTranspose", [r, g.weights(3, 2, 3, 3, 3), g.const(np.zeros(2))],
+             kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1] * 6, output_padding=[1, 1, 1])
+    u = g.op("PRelu", [g.instance_norm(u, 2), slope])
+    c = g.op("Concat", [u, "x"], axis=1)
+    g.nodes.append(helper.make_node("Sigmoid", [g.conv(c, 4, 2)], ["y"]))
+    return g.model([io("x", 2, [4, 4, 6])], [io("y", 2, [4, 4, 6])], "monai_residual")
+
+
+def group_norm(opset):
+    """GroupNorm as torch exports it: Reshape to groups, InstanceNorm, Reshape back to the
+    input's Shape, Mul and Add per channel; then LeakyRelu and a Conv + residual Add + Relu."""
+    g = Graph(opset)
+    x = g.conv("x", 1, 4)
+    grouped = g.op("Reshape", [x, g.ints([0, 2, -1])])
+    n = g.op("InstanceNormalization", [grouped, g.const(np.ones(2)), g.const(np.zeros(2))],
+             epsilon=1e-5)
+    back = g.op("Reshape", [n, g.op("Shape", [x])])
+    scaled = g.op("Add", [g.op("Mul", [back, g.const(1 + 0.1 * RNG.standard_normal((4, 1, 1, 1)))]),
+                          g.const(0.1 * RNG.standard_normal((4, 1, 1, 1)))])
+    a = g.op("LeakyRelu", [scaled], alpha=0.01)
+    r = g.op("Relu", [g.op("Add", [g.conv(a, 4, 4), a])])
+    g.nodes.append(helper.make_node("Conv", [r, g.weights(2, 4, 1, 1, 1)], ["y"],
+                                    kernel_shape=[1, 1, 1]))
+    return g.model([io("x", 1, [3, 5, 4])], [io("y", 2, [3, 5, 4])], "group_norm")
+
+
+def resize_island(opset):
+    """Strided Conv, trilinear Resize (or Upsample before opset 10) by 2, Concat, Conv: the
+    Resize is the fp32 island an fp16 conversion leaves between Casts."""
+    g = Graph(opset)
+    a = g.op("Relu", [g.conv("x", 1, 3)])
+    d = g.op("Relu", [g.conv(a, 3, 3, stride=2)])
+    scales = g.const([1, 1, 2, 2, 2])
+    if opset < 9:
+        u = g.op("Upsample", [d], mode="nearest", scales=[1.0, 1.0, 2.0, 2.0, 2.0])
+    elif opset < 10:
+        u = g.op("Upsample", [d, scales], mode="linear")
+    elif opset < 11:
+        u = g.op("Resize", [d, scales], mode="linear")
+    else:
+        roi = g.const([])
+        u = g.op("Resize", [d, roi, scales], mode="linear",
+                 coordinate_transformation_mode="align_corners" if opset < 13 else "half_pixel")
+    c = g.op("Concat", [a, u], axis=1)
+    g.nodes.append(helper.make_node("Conv", [g.op("Relu", [g.conv(c, 6, 3)]),
+                                             g.weights(3, 3, 1, 1, 1)], ["y"],
+                                    kernel_shape=[1, 1, 1]))
+    return g.model([io("x", 1, [4, 4, 4])], [io("y", 3, [4, 4, 4])], "resize_island")
+
+
+def pool_softmax_2d(opset):
+    """A 2D piece: Pad of zeros before AveragePool, Clip, a channel Softmax written the opset-11
+    way (Transpose, Softmax on the last axis, Transpose back)."""
+    g = Graph(opset)
+    a = g.op("Relu", [g.conv("x", 3, 4, dims=2)])
+    if opset >= 11:
+        p = g.op("Pad", [a, g.ints([0, 0, 1, 1, 0, 0, 1, 1]), g.const(0.0)], mode="constant")
+    else:
+        p = g.op("Pad", [a], mode="constant", pads=[0, 0, 1, 1, 0, 0, 1, 1])
+    p = g.op("AveragePool", [p], kernel_shape=[3, 3], strides=[2, 2])
+    if opset >= 11:
+        p = g.op("Clip", [p, g.const(0.0), g.const(6.0)])
+    else:
+        p = g.op("Clip", [p], min=0.0, max=6.0)
+    u = g.op("ConvTranspose", [p, g.weights(4, 4, 2, 2), g.const(np.zeros(4))],
+             kernel_shape=[2, 2], strides=[2, 2])
+    y = g.conv(g.op("Concat", [a, u], axis=1), 8, 3, dims=2)
+    t = g.op("Transpose", [y], perm=[0, 2, 3, 1])
+    s = g.op("Softmax", [t], axis=-1 if opset >= 11 else 3)
+    g.nodes.append(helper.make_node("Transpose", [s], ["y"], perm=[0, 3, 1, 2]))
+    return g.model([io("x", 3, [6, 8])], [io("y", 3, [6, 8])], "pool_softmax_2d")
+
+
+PATTERNS = {
+    "unet_bn": (unet_bn, [7, 9, 13, 17, 21]),
+    "monai_residual": (monai_residual, [9, 13, 17, 21]),
+    "group_norm": (group_norm, [7, 13, 17, 21]),
+    "resize_island": (resize_island, [7, 9, 10, 11, 13, 17, 21]),
+    "pool_softmax_2d": (pool_softmax_2d, [7, 11, 13, 17, 21]),
+}
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    written = 0
+    for name, (build, opsets) in PATTERNS.items():
+        for opset in opsets:
+            m = build(opset)
+            forms = {"": m, "_fp16": convert_float_to_float16(m),
+                     "_fp16io32": convert_float_to_float16(m, keep_io_types=True)}
+            for suffix, model in forms.items():
+                onnx.save(model, os.path.join(out, f"voxrt_{name}_op{opset}{suffix}.onnx"))
+                written += 1
+    print(f"wrote {written} models to {out}")
+
+
+if __name__ == "__main__":
+    main()
