@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes model loading and running (fuzz/): builds the targets with clang, libFuzzer, ASan and
 # UBSan into build-fuzz/, seeds a corpus with ONNX's backend test models and small UNet pieces
-# (fuzz/make_seeds.py), and runs.
+# (tools/make_pattern_models.py), and runs.
 #
 #   scripts/fuzz.sh [SECONDS] [structured|bytes]     (default 600 structured)
 #
@@ -43,6 +43,6 @@ if [ -z "$(ls -A "$seed")" ]; then
   done
 fi
 # Small UNet pieces of several nodes, fp32 and fp16, so that mutants reach the graph passes.
-ls "$seed"/voxrt_*.onnx >/dev/null 2>&1 || /usr/bin/python3 fuzz/make_seeds.py "$seed"
+ls "$seed"/voxrt_*.onnx >/dev/null 2>&1 || /usr/bin/python3 tools/make_pattern_models.py "$seed"
 build-fuzz/fuzz/$target "$corpus" "$seed" -max_total_time="$seconds" -max_len=65536 \
   -rss_limit_mb=3072 -timeout=20 -artifact_prefix="$artifacts/" -print_final_stats=1

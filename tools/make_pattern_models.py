@@ -1,15 +1,19 @@
 #!/usr/bin/python3
-"""Writes small multi-node models for the fuzzers' seed corpus.
+"""Writes small multi-node models: the pieces of UNets that voxrt's graph passes rewrite.
 
-ONNX's backend test models (the other seeds) hold one op each, so mutating them rarely reaches
-the passes that rewrite patterns of several nodes: BatchNorm folding, Conv + residual +
-activation fusion, normalization + activation, GroupNorm written as torch exports it, Softmax
-between Transposes, Concat into Conv, the fp32 islands (Resize between Casts) of fp16 models and
-the output Cast. Each pattern here is a tiny UNet piece (two to four channels, a few voxels a
-side, dynamic batch) written at several opsets, in float32, float16 and float16 with float32
-inputs and outputs (tools/fp16_convert.py, as onnxconverter-common converts).
+Each pattern is a tiny piece of a UNet or its head (two to four channels, a few voxels a side,
+dynamic batch): BatchNorm after Conv, Conv + residual + activation in both orders, normalization
++ activation, GroupNorm written as torch exports it, Softmax between Transposes, Concat into Conv,
+Resize or Upsample (the fp32 island an fp16 conversion leaves between Casts), deep supervision's
+several outputs, a classification head. Each is written at several opsets from 7 to 21, in
+float32, float16 and float16 with float32 inputs and outputs (tools/fp16_convert.py, as
+onnxconverter-common converts).
 
-Usage: /usr/bin/python3 fuzz/make_seeds.py OUT_DIR
+Two users: tests/models/pattern_model_test.cpp runs every file against the reference backend
+(CMake writes them into the build folder), and scripts/fuzz.sh seeds its corpus with them, since
+ONNX's backend test models hold one op each and their mutants rarely reach the passes.
+
+Usage: /usr/bin/python3 tools/make_pattern_models.py OUT_DIR
 """
 
 import os
@@ -19,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fp16_convert import convert_float_to_float16  # noqa: E402
 
 RNG = np.random.default_rng(7)
@@ -79,7 +83,7 @@ class Graph:
     def model(self, inputs, outputs, name):
         g = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)],
-                              producer_name="voxrt fuzz seeds")
+                              producer_name="voxrt pattern models")
         m.ir_version = 7 if self.opset <= 15 else 8
         onnx.checker.check_model(m)
         return m
@@ -184,12 +188,59 @@ def pool_softmax_2d(opset):
     return g.model([io("x", 3, [6, 8])], [io("y", 3, [6, 8])], "pool_softmax_2d")
 
 
+def deep_supervision(opset):
+    """nnU-Net's deep supervision: an output at each decoder scale; Identity and Dropout the
+    exporter leaves, a reflect Pad, Split and Slice of channels, Sigmoid times x (SiLU)."""
+    g = Graph(opset)
+    a = g.op("Identity", [g.op("LeakyRelu", [g.instance_norm(g.conv("x", 2, 4), 4)], alpha=0.01)])
+    if opset < 12:
+        a = g.op("Dropout", [a], **({"is_test": 1} if opset < 7 else {}))
+    else:
+        a = g.op("Dropout", [a])
+    d = g.op("Relu", [g.conv(a, 4, 4, stride=2)])
+    low = g.conv(d, 4, 2, k=1)
+    split = {"split": [2, 2]} if opset < 13 else {}
+    inputs = [d] if opset < 13 else [d, g.ints([2, 2])]
+    s0, s1 = g.op("Split", inputs, outputs=2, axis=1, **split)
+    mixed = g.op("Mul", [s0, g.op("Sigmoid", [s1])])
+    if opset >= 11:
+        pad = g.op("Pad", [mixed, g.ints([0, 0, 1, 1, 1, 0, 0, 1, 1, 1])], mode="reflect")
+        cut = g.op("Slice", [pad, g.ints([1, 1, 1]), g.ints([-1, -1, -1]), g.ints([2, 3, 4])])
+    else:
+        pad = g.op("Pad", [mixed], mode="reflect", pads=[0, 0, 1, 1, 1, 0, 0, 1, 1, 1])
+        cut = g.op("Slice", [pad], starts=[1, 1, 1], ends=[-1, -1, -1], axes=[2, 3, 4])
+    u = g.op("ConvTranspose", [cut, g.weights(2, 2, 2, 2, 2)], kernel_shape=[2, 2, 2],
+             strides=[2, 2, 2])
+    c = g.op("Concat", [a, u], axis=1)
+    g.nodes.append(helper.make_node("Conv", [c, g.weights(2, 6, 1, 1, 1)], ["y"],
+                                    kernel_shape=[1, 1, 1]))
+    g.nodes.append(helper.make_node("Identity", [low], ["y_low"]))
+    return g.model([io("x", 2, [4, 6, 4])], [io("y", 2, [4, 6, 4]), io("y_low", 2, [2, 3, 2])],
+                   "deep_supervision")
+
+
+def classifier_head(opset):
+    """A 2D encoder with a classification head: strided Conv, BatchNorm, Clip as ReLU6, global
+    average pooling, Flatten, Gemm, Softmax."""
+    g = Graph(opset)
+    a = g.batch_norm(g.conv("x", 1, 4, dims=2, stride=2), 4)
+    a = g.op("Clip", [a], min=0.0, max=6.0) if opset < 11 else g.op(
+        "Clip", [a, g.const(0.0), g.const(6.0)])
+    f = g.op("Flatten", [g.op("GlobalAveragePool", [a])], axis=1)
+    logits = g.op("Gemm", [f, g.weights(3, 4), g.const(np.zeros(3))], transB=1)
+    g.nodes.append(helper.make_node("Softmax", [logits], ["y"], axis=1))
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])
+    return g.model([io("x", 1, [8, 6])], [out], "classifier_head")
+
+
 PATTERNS = {
     "unet_bn": (unet_bn, [7, 9, 13, 17, 21]),
     "monai_residual": (monai_residual, [9, 13, 17, 21]),
     "group_norm": (group_norm, [7, 13, 17, 21]),
     "resize_island": (resize_island, [7, 9, 10, 11, 13, 17, 21]),
     "pool_softmax_2d": (pool_softmax_2d, [7, 11, 13, 17, 21]),
+    "deep_supervision": (deep_supervision, [7, 11, 13, 17, 21]),
+    "classifier_head": (classifier_head, [7, 11, 13, 17, 21]),
 }
 
 
