@@ -3,8 +3,17 @@
 // What the project promises of bad input: a voxrt::Error naming what was wrong, never a crash,
 // a hang, undefined behaviour or an unbounded allocation. Any other exception escapes and the
 // fuzzer reports it, as it reports sanitizer findings. Built by scripts/fuzz.sh (clang).
+//
+// Built with VOXRT_FUZZ_DIFFERENTIAL (fuzz_model_differential), the inputs whose length picks
+// float32 also run on the reference backend without the passes, and a float32 output that
+// differs from the reference's by more than kMaxRelativeL2 aborts: wrong results, which a crash
+// fuzzer cannot see (a pass that matches a pattern the mutator bent, a kernel's edge case).
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -43,6 +52,75 @@ void fill(voxrt::Tensor& t) {
   }
 }
 
+#ifdef VOXRT_FUZZ_DIFFERENTIAL
+// Far above float32 reordering (1e-6) and far below a wrong result. Runs where the reference
+// meets a float value beyond kMaxMagnitude anywhere (its squares and sums leave float32's
+// range in the kernels, as in any float32 engine: an InstanceNorm of 7e28 values) and outputs
+// that are non-finite or near zero, where rounding differences are no signal, are skipped.
+constexpr double kMaxRelativeL2 = 1e-3;
+constexpr double kMaxMagnitude = 1e4;
+
+double max_magnitude(const voxrt::Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = 0;
+    if (t.dtype() == voxrt::DType::f32)
+      v = t.data<float>()[i];
+    else if (t.dtype() == voxrt::DType::f64)
+      v = t.data<double>()[i];
+    else
+      return 0;
+    if (!std::isfinite(v)) return INFINITY;
+    m = std::max(m, std::abs(v));
+  }
+  return m;
+}
+
+void compare_with_reference(const uint8_t* data, size_t size, voxrt::SessionOptions opt,
+                            const std::vector<voxrt::NamedTensor>& in,
+                            const std::vector<voxrt::Tensor>& got) {
+  opt.backend = voxrt::Backend::reference;
+  opt.optimize = false;
+  opt.threads = 1;
+  std::vector<voxrt::NamedTensor> want;
+  double largest = 0;
+  try {
+    voxrt::Session ref(data, size, opt);
+    std::vector<std::pair<std::string, voxrt::Shape>> shapes;
+    for (const voxrt::NamedTensor& t : in) shapes.emplace_back(t.name, t.tensor.shape());
+    const std::vector<voxrt::Shape> out_shapes = ref.output_shapes(shapes);
+    for (size_t o = 0; o < out_shapes.size(); ++o)
+      want.push_back(
+          {ref.outputs()[o].name, voxrt::Tensor::empty(ref.outputs()[o].dtype, out_shapes[o])});
+    ref.run(in, want, [&](const std::string&, const std::string&, const voxrt::Tensor& t) {
+      largest = std::max(largest, max_magnitude(t));
+    });
+  } catch (const voxrt::Error&) {
+    return;  // the reference refuses what the optimized session ran: its checks differ
+  }
+  if (!(largest <= kMaxMagnitude)) return;
+  for (size_t o = 0; o < want.size() && o < got.size(); ++o) {
+    const voxrt::Tensor &w = want[o].tensor, &g = got[o];
+    if (w.dtype() != voxrt::DType::f32 || g.dtype() != voxrt::DType::f32 || w.shape() != g.shape())
+      continue;
+    double num = 0, den = 0;
+    bool finite = true;
+    for (int64_t i = 0; i < w.numel() && finite; ++i) {
+      const double a = w.data<float>()[i], b = g.data<float>()[i];
+      finite = std::isfinite(a) && std::isfinite(b);
+      num += (a - b) * (a - b);
+      den += a * a;
+    }
+    if (!finite || den < 1e-12) continue;
+    const double rel = std::sqrt(num / den);
+    if (rel > kMaxRelativeL2) {
+      std::fprintf(stderr, "output %zu differs from the reference's: relative L2 %.3g\n", o, rel);
+      std::abort();
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -79,7 +157,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       shapes.emplace_back(io.name, shape);
     }
     if (s.summary(shapes).activation_bytes > kMaxActivationBytes) return 0;
-    s.run(in);
+    const std::vector<voxrt::Tensor> out = s.run(in);
+#ifdef VOXRT_FUZZ_DIFFERENTIAL
+    if (opt.precision == voxrt::Precision::fp32) compare_with_reference(data, size, opt, in, out);
+#endif
   } catch (const voxrt::Error&) {
   }
   return 0;

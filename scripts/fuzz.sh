@@ -3,10 +3,12 @@
 # UBSan into build-fuzz/, seeds a corpus with ONNX's backend test models and small UNet pieces
 # (tools/make_pattern_models.py), and runs.
 #
-#   scripts/fuzz.sh [SECONDS] [structured|bytes]     (default 600 structured)
+#   scripts/fuzz.sh [SECONDS] [structured|bytes|differential]     (default 600 structured)
 #
 # `structured` edits the ONNX message (fuzz/onnx_mutator.cpp), so that mutants reach the passes
-# and kernels; `bytes` takes libFuzzer's byte mutations, which mostly exercise the parser. A
+# and kernels; `bytes` takes libFuzzer's byte mutations, which mostly exercise the parser;
+# `differential` is `structured` that also compares float32 outputs with the reference
+# backend's (wrong results, not only crashes). A
 # finding stops the run and is written to build-fuzz/artifacts/; replay it with
 # `build-fuzz/fuzz/fuzz_model build-fuzz/artifacts/FILE`. Not part of CI: a fuzzer finds new
 # inputs on each run. A fixed finding goes into tests/fuzz_findings/ under a name that says what
@@ -19,7 +21,8 @@ kind="${2:-structured}"
 case "$kind" in
   structured) target=fuzz_model_structured ;;
   bytes) target=fuzz_model ;;
-  *) echo "usage: scripts/fuzz.sh [SECONDS] [structured|bytes]" >&2; exit 2 ;;
+  differential) target=fuzz_model_differential ;;
+  *) echo "usage: scripts/fuzz.sh [SECONDS] [structured|bytes|differential]" >&2; exit 2 ;;
 esac
 packages=(clang libclang-rt-14-dev)
 missing=()
