@@ -176,6 +176,23 @@ TEST(RefNorm, LayerNormBroadcastScaleAndStatisticsOutputs) {
   }
 }
 
+// Rows of nothing to normalize (found by the differential fuzzer: Mean and InvStdDev were left
+// as the output's memory held them): Y is empty, each row's statistics NaN, 0 / 0.
+TEST(RefNorm, LayerNormOfEmptyRows) {
+  Tensor x = Tensor::zeros(DType::f32, {2, 3, 0}), scale = Tensor::zeros(DType::f32, {0});
+  NodeSpec spec{"LayerNormalization"};
+  spec.opset = 17;
+  spec.inputs = {&x, &scale, nullptr};
+  spec.outputs = {true, true, true};
+  spec.i("axis", -1);
+  std::vector<Tensor> y = run_node(spec);
+  EXPECT_EQ(y[0].numel(), 0);
+  for (int k : {1, 2}) {
+    ASSERT_EQ(y[k].shape(), (Shape{2, 3, 1}));
+    for (int64_t i = 0; i < 6; ++i) EXPECT_TRUE(std::isnan(ref::load(y[k], i))) << k << " " << i;
+  }
+}
+
 TEST(RefNorm, LayerNormWithoutBiasOrMean) {
   std::mt19937 rng(26);
   Tensor x = random_tensor(DType::f32, {3, 7}, rng);

@@ -2,6 +2,7 @@
 // LayerNormalization. Statistics are computed in double from the stored values, so fp16 inputs
 // whose squares overflow fp16 still normalize correctly.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -248,7 +249,17 @@ class LayerNormOp : public Op {
     int64_t axis = normalized_axis(shape);
     int64_t len = 1;
     for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d) len *= shape[d];
-    if (len == 0) return;
+    if (len == 0) {
+      // Rows of no elements: Y is empty, each row's Mean and InvStdDev those of nothing (0 / 0),
+      // NaN, rather than whatever the output's memory held.
+      int64_t rows = 1;
+      for (size_t d = 0; d < static_cast<size_t>(axis); ++d) rows *= shape[d];
+      for (size_t o = 1; o < out.size() && o < 3; ++o)
+        if (out[o].defined())
+          for (int64_t r = 0; r < rows; ++r)
+            ref::store(out[o], r, std::numeric_limits<double>::quiet_NaN());
+      return;
+    }
     int64_t rows = xt.numel() / len;
     std::vector<double> x = ref::to_f64(xt);
     std::vector<Stats> st(static_cast<size_t>(rows));
