@@ -21,6 +21,7 @@
 #include "runtime/compile.h"
 #include "runtime/thread_pool.h"
 #include "support/one_node_graph.h"
+#include "support/rel_l2.h"
 
 namespace voxrt::test {
 
@@ -61,25 +62,6 @@ struct CpuRun {
   std::string kernel;  // what the lowering chose ("ref" when it declined)
   std::vector<Tensor> ref_out, cpu_out;
 };
-
-/// sqrt(sum (a - b)^2 / sum b^2); NaN where exactly one side is NaN counts as infinite error.
-inline double rel_l2(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    double x = ref::load(a, i), y = ref::load(b, i);
-    if (std::isnan(x) || std::isnan(y)) {
-      if (std::isnan(x) != std::isnan(y)) return INFINITY;
-      continue;
-    }
-    if (std::isinf(x) || std::isinf(y)) {
-      if (x != y) return INFINITY;
-      continue;
-    }
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
 
 class OneNode : public OneNodeGraph {
  public:
