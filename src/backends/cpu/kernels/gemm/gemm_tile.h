@@ -102,9 +102,10 @@ inline void with_rows(size_t mr, F&& f) {
 /// several input rows, planes and, with strides, phase planes), so AVX-512 tiles ask for the
 /// rows of the step kPrefetchSteps ahead: the lines an unaligned row of NR floats can span.
 /// conv_bench, f32 and f16 storage on AVX-512, one thread, alternated with the tile without it
-/// (Intel Xeon with AVX-512): stride-2 3x3x3 convolutions 46-94 -> 64-111 GFLOP/s (+15 to +40%),
-/// unit-stride ones 0 to +6%, ConvTranspose unchanged. Short k (few input channels: heads,
-/// first layers, 6 -> 6) lost 3-8%, its rows already in L1, so tiles of fewer than
+/// (Intel Xeon with AVX-512): stride-2 3x3x3 convolutions 48-96 -> 66-113 GFLOP/s (+15 to +40%),
+/// unit-stride ones -3 to +8% (12 -> 12 at 48^3 the one below), ConvTranspose unchanged. Short k
+/// (few input channels: heads, first layers, 6 -> 6) lost 3-8% (rows that fit L1, presumably),
+/// so tiles of fewer than
 /// kPrefetchMinSteps steps go without; so do AVX2 tiles (two or three lines a step against
 /// half the FMAs: -5 to +5%).
 constexpr size_t kPrefetchSteps = 12;
