@@ -18,6 +18,7 @@
 #include "backends/ref/tensor_math.h"
 #include "core/half.h"
 #include "runtime/thread_pool.h"
+#include "support/rel_l2.h"
 
 namespace voxrt::cpu {
 namespace {
@@ -158,16 +159,6 @@ bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
   }
   g.nodes.push_back(n);
   return true;
-}
-
-double rel_l2(const Tensor& got, const Tensor& want) {
-  double err = 0, norm = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double w = ref::load(want, i), e = ref::load(got, i) - w;
-    err += e * e;
-    norm += w * w;
-  }
-  return std::sqrt(err / std::max(norm, 1e-300));
 }
 
 // A copy of `t` (same dtype) with every value rounded to bfloat16, as the bf16 rows read it.

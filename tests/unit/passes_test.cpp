@@ -18,6 +18,7 @@
 #include "core/half.h"
 #include "model_builder.h"
 #include "runtime/compile.h"
+#include "support/rel_l2.h"
 
 namespace voxrt::test {
 namespace {
@@ -59,16 +60,6 @@ int count_ops(const ir::Graph& g, const std::string& op) {
   int n = 0;
   for (const ir::Node& node : g.nodes) n += node.op_type == op;
   return n;
-}
-
-double rel_l2(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    double x = ref::load(a, i), y = ref::load(b, i);
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  return std::sqrt(num / den);
 }
 
 // The rewritten graph against the graph as it was: `before` on the reference ops, `after` on the
