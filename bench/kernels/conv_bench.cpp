@@ -43,6 +43,9 @@ std::vector<ConvCase> cases() {
       {"conv3x3x3_64to64_12", "Conv", cube(12, 64), k3(64, 64), p1, {}, {}},
       {"conv3x3x3_256to256_6", "Conv", cube(6, 256), k3(256, 256), p1, {}, {}},
       {"conv3x3x3_128to128_12", "Conv", cube(12, 128), k3(128, 128), p1, {}, {}},
+      // nnU-Net's two deepest stages at 128^3 (320 channels at 8^3 and 4^3).
+      {"conv3x3x3_320to320_8", "Conv", cube(8, 320), k3(320, 320), p1, {}, {}},
+      {"conv3x3x3_320to320_4", "Conv", cube(4, 320), k3(320, 320), p1, {}, {}},
       {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}, {}},
       {"conv3x3x3_4to32_96_first", "Conv", cube(96, 4), k3(32, 4), p1, {}, {}},
       {"conv3x3x3_s2_1to8_96_first", "Conv", cube(96, 1), k3(8, 1), p1, {2, 2, 2}, {}},  // MONAI

@@ -411,6 +411,39 @@ TEST_P(ConvLoweringTest, FusedCastToFp32MatchesReference) {
   for (const ConvCase& c : cases) check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
 }
 
+// The packed path's two ways of packing im2col panels (conv_gemm.cpp): rows longer than
+// kShortRow at a width stride the direct path leaves to it, packed in runs from X; short rows
+// (a deep layer at 4^3, strided or dilated small planes), gathered from a zero-padded copy.
+TEST_P(ConvLoweringTest, PackedPathsMatchReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(19);
+  std::vector<ConvCase> cases;
+  auto add = [&](Shape x, Shape w) -> ConvCase& {
+    ConvCase c;
+    c.x = std::move(x);
+    c.w = std::move(w);
+    cases.push_back(c);
+    return cases.back();
+  };
+  add({1, 3, 5, 200}, {4, 3, 3, 3}).ints("strides", {1, 9}).ints("pads", {1, 1, 1, 1});
+  add({1, 3, 4, 150}, {5, 3, 1, 3}).ints("strides", {1, 10}).ints("dilations", {1, 2});
+  add({1, 2, 7, 6, 130}, {3, 2, 2, 3, 3})
+      .ints("strides", {2, 1, 9})
+      .ints("dilations", {2, 2, 1})
+      .ints("pads", {1, 2, 1, 0, 1, 2});
+  add({1, 20, 4, 4, 4}, {24, 20, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
+  add({2, 9, 7, 6, 5}, {10, 9, 3, 3, 3})
+      .ints("strides", {2, 2, 2})
+      .ints("pads", {1, 0, 1, 1, 1, 0});
+  add({1, 1, 6, 5, 7}, {8, 1, 3, 3, 3})
+      .ints("dilations", {2, 1, 2})
+      .ints("pads", {2, 1, 2, 2, 1, 2});
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+}
+
 // Windows no UNet has, found by fuzz/: an input with no elements whose padding still makes an
 // output (every output is the bias; ConvTranspose's tiling divided by the zero columns it had to
 // tile), and a ConvTranspose whose width stride is far wider than its output (its accumulator
