@@ -6,33 +6,6 @@
 
 namespace voxrt {
 
-namespace {
-
-bool is_graph_output(const ir::Graph& g, int v) {
-  return std::count(g.outputs.begin(), g.outputs.end(), v) > 0;
-}
-
-// The single consumer of v, or -1 when v has several, none, or is a graph output.
-int sole_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& consumers, int v) {
-  if (is_graph_output(g, v)) return -1;
-  const auto& c = consumers[static_cast<size_t>(v)];
-  return c.size() == 1 ? c[0] : -1;
-}
-
-// The operand of Add node `add` other than `v` when it can be a fused convolution's residual: an
-// activation (not a broadcast constant; the fused op checks the shapes match when it plans) of
-// v's dtype. -1 otherwise.
-int residual_operand(const ir::Graph& g, const ir::Node& add, int v) {
-  if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2) return -1;
-  const int other = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
-  if (other < 0 || other == v || g.is_constant(other) ||
-      g.values[static_cast<size_t>(other)].dtype != g.values[static_cast<size_t>(v)].dtype)
-    return -1;
-  return other;
-}
-
-}  // namespace
-
 // Conv [-> Add(other activation)] [-> Relu | LeakyRelu] becomes one voxrt.FusedConv, so the
 // convolution's epilogue adds the residual and applies the activation while the tile is hot;
 // so does Conv -> Relu | LeakyRelu -> Add(other activation) (MONAI's residual units), with the

@@ -8,39 +8,73 @@ namespace voxrt {
 
 // BatchNormalization (one left unfolded), InstanceNormalization or GroupNormalization followed
 // by Relu or LeakyRelu becomes one voxrt.Fused*Norm, so the activation is applied as the
-// normalized values are written instead of in a second pass through memory.
+// normalized values are written instead of in a second pass through memory; so does a
+// normalization followed by Add(other activation) [-> Relu | LeakyRelu] (a residual block's end:
+// nnU-Net's ResEnc adds its skip between the second norm and the activation), the residual a
+// last input.
 void fuse_norm_activation(ir::Graph& g) {
   auto consumers = g.consumers();
   std::vector<char> drop(g.nodes.size(), 0);
+  // `consumers` predates this loop's rewrites: an Add another norm took is gone.
+  auto free_consumer = [&](int v) {
+    const int c = sole_consumer(g, consumers, v);
+    return c >= 0 && !drop[static_cast<size_t>(c)] ? c : -1;
+  };
   for (ir::Node& norm : g.nodes) {
     std::string fused = norm.domain.empty() ? fused_norm_op_type(norm.op_type) : "";
     if (fused.empty() || norm.outputs.empty() || norm.outputs[0] < 0) continue;
     // Training outputs (BatchNormalization's running statistics) stay unfused.
     if (std::any_of(norm.outputs.begin() + 1, norm.outputs.end(), [](int o) { return o >= 0; }))
       continue;
-    int out = norm.outputs[0];
-    if (std::count(g.outputs.begin(), g.outputs.end(), out)) continue;
-    const auto& users = consumers[static_cast<size_t>(out)];
-    if (users.size() != 1) continue;
-    const ir::Node& act = g.nodes[static_cast<size_t>(users[0])];
-    if (!act.domain.empty() || (act.op_type != "Relu" && act.op_type != "LeakyRelu") ||
-        act.outputs.size() != 1)
-      continue;
+    int out = norm.outputs[0], residual = -1;
+    std::vector<size_t> absorbed;
+    int next = free_consumer(out);
+    if (next >= 0) {
+      const int other = residual_operand(g, g.nodes[static_cast<size_t>(next)], out);
+      if (other >= 0) {
+        residual = other;
+        absorbed.push_back(static_cast<size_t>(next));
+        out = g.nodes[static_cast<size_t>(next)].outputs[0];
+        next = free_consumer(out);
+      }
+    }
+    std::string activation;
+    float alpha = 0.01f;
+    if (next >= 0) {
+      const ir::Node& act = g.nodes[static_cast<size_t>(next)];
+      if (act.domain.empty() && (act.op_type == "Relu" || act.op_type == "LeakyRelu") &&
+          act.outputs.size() == 1) {
+        activation = act.op_type;
+        alpha = act.attrs.get_float("alpha", 0.01f);
+        absorbed.push_back(static_cast<size_t>(next));
+        out = act.outputs[0];
+      }
+    }
+    if (absorbed.empty()) continue;
     ir::Attribute a;
     a.kind = ir::Attribute::Kind::s;
-    a.s = act.op_type;
-    ir::Attribute alpha;
-    alpha.kind = ir::Attribute::Kind::f;
-    alpha.f = act.attrs.get_float("alpha", 0.01f);
+    a.s = activation;
+    ir::Attribute al;
+    al.kind = ir::Attribute::Kind::f;
+    al.f = alpha;
     norm.attrs.items["activation"] = a;
-    norm.attrs.items["alpha"] = alpha;
+    norm.attrs.items["alpha"] = al;
+    if (residual >= 0) {
+      ir::Attribute r;
+      r.kind = ir::Attribute::Kind::i;
+      r.i = 1;
+      norm.attrs.items[kNormResidual] = r;
+      norm.inputs.push_back(residual);
+    }
     norm.domain = kInternalDomain;
     norm.op_type = fused;
     norm.outputs.resize(1);
-    norm.outputs[0] = act.outputs[0];
-    drop[static_cast<size_t>(users[0])] = 1;
+    norm.outputs[0] = out;
+    for (size_t d : absorbed) drop[d] = 1;
   }
   erase_nodes(g, drop);
+  // A residual produced after the norm would now be read before it is written.
+  g.topo_sort();
   g.remove_dead();
 }
 

@@ -36,6 +36,21 @@ void run_passes(ir::Graph& g, const std::string& stop_after) {
   }
 }
 
+int sole_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& consumers, int v) {
+  if (std::count(g.outputs.begin(), g.outputs.end(), v) > 0) return -1;
+  const auto& c = consumers[static_cast<size_t>(v)];
+  return c.size() == 1 ? c[0] : -1;
+}
+
+int residual_operand(const ir::Graph& g, const ir::Node& add, int v) {
+  if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2) return -1;
+  const int other = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
+  if (other < 0 || other == v || g.is_constant(other) ||
+      g.values[static_cast<size_t>(other)].dtype != g.values[static_cast<size_t>(v)].dtype)
+    return -1;
+  return other;
+}
+
 void erase_nodes(ir::Graph& g, const std::vector<char>& drop) {
   std::vector<ir::Node> kept;
   for (size_t k = 0; k < g.nodes.size(); ++k)

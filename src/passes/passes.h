@@ -56,6 +56,14 @@ bool convert_fp32(ir::Graph& g);
 /// Removes the nodes whose entry in `drop` (one per node) is nonzero, keeping the others' order.
 void erase_nodes(ir::Graph& g, const std::vector<char>& drop);
 
+/// The single consumer of v, or -1 when v has several, none, or is a graph output.
+int sole_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& consumers, int v);
+
+/// The operand of Add node `add` other than `v` when a fused op can take it as its residual: an
+/// activation (not a broadcast constant; the fused op checks the shapes match when it plans) of
+/// v's dtype. -1 otherwise.
+int residual_operand(const ir::Graph& g, const ir::Node& add, int v);
+
 /// Points every consumer of `from` at `to`; graph outputs named `from` keep their name by
 /// renaming, so call only when `from` is not a graph output or `to` has a producer.
 void replace_uses(ir::Graph& g, int from, int to);

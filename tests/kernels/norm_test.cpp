@@ -119,6 +119,37 @@ TEST_P(Norm, GroupNormalization) {
         }
 }
 
+// Every fused norm with a residual (norm -> Add [-> activation], the residual its last input),
+// with each activation and none: the residual is added before the activation.
+TEST_P(Norm, FusedResidual) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(5);
+  for (const char* op : {"FusedBatchNorm", "FusedInstanceNorm", "FusedGroupNorm"})
+    for (const char* act : {"", "Relu", "LeakyRelu"})
+      for (DType t : {DType::f32, DType::f16})
+        for (const Shape& s : shapes()) {
+          const std::string kind = op;
+          const int64_t groups = s[1] % 2 == 0 ? s[1] / 2 : 1;
+          CpuRun r = run_norm(
+              GetParam(), op, "voxrt", kind == "FusedBatchNorm" ? 15 : 21, t, s, 1.0, s[1],
+              [&](OneNode& n) {
+                if (kind == "FusedBatchNorm") {
+                  n.constant("mean", vec(t, s[1], rng, -1, 1));
+                  n.constant("var", vec(t, s[1], rng, 0.2, 2));
+                }
+                if (kind == "FusedGroupNorm") n.attr_int("num_groups", groups);
+                n.input("r", random_tensor(t, s, rng, -1.5, 1.5));
+                n.attr_int("residual", 1);
+                n.attr_string("activation", act);
+                n.attr_float("alpha", 0.05f);
+              },
+              rng);
+          EXPECT_NE(r.kernel.find("_add"), std::string::npos) << r.kernel;
+          EXPECT_LT(r.error, tolerance(t))
+              << op << " " << act << " " << dtype_name(t) << " " << shape_str(s) << " " << r.kernel;
+        }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, Norm, testing::ValuesIn(all_isas()), isa_param_name);
 
 // InstanceNormalization -> LeakyRelu and BatchNormalization -> Relu (not after a Conv, so left
@@ -147,6 +178,48 @@ TEST(FuseNormActivation, MatchesUnfusedGraph) {
   plain.backend = Backend::reference;
   Session unfused = b.session(plain);
   std::mt19937 rng(9);
+  Tensor x = random_tensor(DType::f32, {1, 3, 9, 10, 11}, rng);
+  Tensor y1 = fused.run({{"x", x}})[0], y2 = unfused.run({{"x", x}})[0];
+  EXPECT_LT(rel_l2(y1, y2), 1e-5);
+}
+
+// ResEnc's block end, InstanceNorm -> Add(skip) -> LeakyRelu, and a BatchNorm -> Add without an
+// activation: each becomes one fused node with the skip as its residual (the skip produced after
+// the norm in node order, so the pass must reorder), and the optimized session matches the
+// reference. An Add of a broadcast constant is not a residual and stays.
+TEST(FuseNormActivation, ResidualAddsJoinTheNorm) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 3, 9, 10, 11});
+  std::vector<float> ones(3, 1.1f), zeros(3, 0.2f), var(3, 0.7f), mean(3, -0.1f), k(3, 0.3f);
+  b.initializer("s", {3}, ones);
+  b.initializer("b", {3}, zeros);
+  b.initializer("m", {3}, mean);
+  b.initializer("v", {3}, var);
+  b.initializer("k", {3, 1, 1, 1}, k);
+  b.node("InstanceNormalization", {"x", "s", "b"}, {"n1"});
+  b.node("Relu", {"x"}, {"skip"});
+  b.node("Add", {"n1", "skip"}, {"a1"});
+  auto& lr = b.node("LeakyRelu", {"a1"}, {"r1"});
+  ModelBuilder::attr_float(lr, "alpha", 0.05f);
+  b.node("BatchNormalization", {"r1", "s", "b", "m", "v"}, {"n2"});
+  b.node("Add", {"x", "n2"}, {"a2"});
+  b.node("InstanceNormalization", {"a2", "s", "b"}, {"n3"});
+  b.node("Add", {"n3", "k"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  Session fused = b.session();
+  std::string text = fused.graph_text();
+  EXPECT_NE(text.find("FusedInstanceNorm"), std::string::npos) << text;
+  EXPECT_NE(text.find("FusedBatchNorm"), std::string::npos) << text;
+  EXPECT_EQ(text.find("LeakyRelu"), std::string::npos) << text;
+  size_t adds = 0;
+  for (size_t at = text.find(": Add("); at != std::string::npos; at = text.find(": Add(", at + 1))
+    ++adds;
+  EXPECT_EQ(adds, 1u) << "only the constant's Add stays\n" << text;
+  SessionOptions plain;
+  plain.optimize = false;
+  plain.backend = Backend::reference;
+  Session unfused = b.session(plain);
+  std::mt19937 rng(10);
   Tensor x = random_tensor(DType::f32, {1, 3, 9, 10, 11}, rng);
   Tensor y1 = fused.run({{"x", x}})[0], y2 = unfused.run({{"x", x}})[0];
   EXPECT_LT(rel_l2(y1, y2), 1e-5);

@@ -1,7 +1,7 @@
 // BatchNormalization (inference), InstanceNormalization and GroupNormalization on f32 and f16,
-// and their voxrt.Fused*Norm forms with Relu / LeakyRelu applied as the output is written.
-// Statistics: one pass of fp32-lane sums about a sampled shift, carried into double; then one
-// pass of y = act((x - mean) * scale / std + bias).
+// and their voxrt.Fused*Norm forms with a residual added and Relu / LeakyRelu applied as the
+// output is written. Statistics: one pass of fp32-lane sums about a sampled shift, carried into
+// double; then one pass of y = act((x - mean) * scale / std + bias + residual).
 #include <algorithm>
 #include <cmath>
 
@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "backends/cpu/kernels/reduce/reduce.h"
 #include "backends/ref/ops/fused.h"
+#include "backends/ref/ops/fused_norm.h"
 #include "backends/ref/tensor_math.h"
 
 namespace voxrt::cpu {
@@ -24,6 +25,7 @@ struct NormConfig {
   double epsilon = 1e-5;
   int64_t groups = 1;
   bool per_group_affine = false;  // GroupNormalization before opset 21
+  bool residual = false;          // the last input, added before the activation
   ActParams act;
 };
 
@@ -73,6 +75,7 @@ class NormCpuOp : public CpuOp {
         add(static_cast<size_t>(c));
     size_t es = dtype_size(x.dtype());
     const char* xp = static_cast<const char*>(x.raw());
+    const char* rp = c_.residual ? static_cast<const char*>(in.back()->raw()) : nullptr;
     char* yp = static_cast<char*>(y.raw());
     if (c_.kind == NormKind::batch) {
       std::vector<double> mean = ref::to_f64(*in[3]), var = ref::to_f64(*in[4]);
@@ -86,7 +89,8 @@ class NormCpuOp : public CpuOp {
       parallel_rows(ctx, n * c, s, kChunkElems, [&](int64_t r, int64_t b, int64_t e) {
         size_t k = static_cast<size_t>(r % c);
         int64_t at = (r * s + b) * static_cast<int64_t>(es);
-        elt_->affine(xp + at, yp + at, e - b, shift[k], mul[k], add[k], c_.act);
+        elt_->affine(xp + at, rp ? rp + at : nullptr, yp + at, e - b, shift[k], mul[k], add[k],
+                     c_.act);
       });
       return;
     }
@@ -114,7 +118,8 @@ class NormCpuOp : public CpuOp {
       const size_t p = static_cast<size_t>(c_.per_group_affine ? ch / cg : ch);
       const AffineArgs f = affine_args(mean, rstd, scale[p] * rstd, bias[p], x.dtype());
       const int64_t at = (r * s + i0) * static_cast<int64_t>(es);
-      elt_->affine(xp + at, yp + at, i1 - i0, f.shift, f.scale, f.bias, c_.act);
+      elt_->affine(xp + at, rp ? rp + at : nullptr, yp + at, i1 - i0, f.shift, f.scale, f.bias,
+                   c_.act);
     };
     auto block_at = [&](int64_t b) { return xp + b * len * static_cast<int64_t>(es); };
 
@@ -180,6 +185,7 @@ class NormCpuOp : public CpuOp {
                        : c_.kind == NormKind::instance ? "instnorm"
                                                        : "groupnorm";
     std::string op = norm;
+    if (c_.residual) op += "_add";
     if (c_.act.act != Act::none) op += std::string("_") + act_name(c_.act.act);
     return kernel_label(elt_->name, op);
   }
@@ -205,7 +211,13 @@ Lowering norm(NormKind kind, bool fused) {
       c.groups = n.attrs.get_int("num_groups", 1);
       c.per_group_affine = n.opset < 21;
     }
-    if (fused) c.act = fused_activation(n.attrs);
+    if (fused) {
+      c.act = fused_activation(n.attrs);
+      c.residual = n.attrs.get_int(kNormResidual, 0) != 0;
+      if (c.residual &&
+          ctx.input_dtype(static_cast<int>(n.inputs.size()) - 1) != ctx.input_dtype(0))
+        return nullptr;
+    }
     DType t = ctx.input_dtype(0);
     return std::make_unique<NormCpuOp>(std::move(ref), c, eltwise_kernels(t, ctx.isa),
                                        reduce_kernels(t, ctx.isa));

@@ -22,24 +22,40 @@ constexpr FusedNormName kNames[] = {
 
 class FusedNormOp : public Op {
  public:
-  FusedNormOp(std::unique_ptr<Op> norm, FusedEpilogue epilogue)
-      : norm_(std::move(norm)), epilogue_(epilogue) {}
+  FusedNormOp(std::unique_ptr<Op> norm, FusedEpilogue epilogue, bool residual)
+      : norm_(std::move(norm)), epilogue_(epilogue), residual_(residual) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
-    return norm_->infer_types(in);
+    std::vector<DType> t = norm_->infer_types(norm_inputs(in));
+    if (residual_ && in.back().dtype != t[0])
+      fail("residual input of " + std::string(dtype_name(in.back().dtype)) +
+           " does not match the output's " + std::string(dtype_name(t[0])));
+    return t;
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
-    return norm_->infer_shapes(in);
+    std::vector<Shape> s = norm_->infer_shapes(norm_inputs(in));
+    if (residual_ && in.back().shape != s[0])
+      fail("residual input of shape " + shape_str(in.back().shape) + " does not match the output " +
+           shape_str(s[0]));
+    return s;
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
-    norm_->compute(in, out);
+    norm_->compute(norm_inputs(in), out);
     Tensor& y = out[0];
-    for (int64_t i = 0; i < y.numel(); ++i) ref::store(y, i, epilogue_.apply(ref::load(y, i)));
+    const Tensor* r = residual_ ? in.back() : nullptr;
+    for (int64_t i = 0; i < y.numel(); ++i)
+      ref::store(y, i, epilogue_.apply(ref::load(y, i) + (r ? ref::load(*r, i) : 0.0)));
   }
 
  private:
+  template <class T>
+  std::vector<T> norm_inputs(const std::vector<T>& in) const {
+    return residual_ ? std::vector<T>(in.begin(), in.end() - 1) : in;
+  }
+
   std::unique_ptr<Op> norm_;
   FusedEpilogue epilogue_;
+  bool residual_;
 };
 
 }  // namespace
@@ -57,6 +73,8 @@ ir::Node fused_norm_inner_node(const ir::Node& fused) {
   norm.domain.clear();
   norm.attrs.items.erase("activation");
   norm.attrs.items.erase("alpha");
+  if (fused.attrs.get_int(kNormResidual, 0) != 0 && !norm.inputs.empty()) norm.inputs.pop_back();
+  norm.attrs.items.erase(kNormResidual);
   return norm;
 }
 
@@ -67,7 +85,8 @@ void register_fused_norm_ops(OpRegistry& r) {
             ir::Node inner = fused_norm_inner_node(c.node);
             std::unique_ptr<Op> norm = OpRegistry::instance().create(inner, c.graph);
             return std::make_unique<FusedNormOp>(std::move(norm),
-                                                 FusedEpilogue::from_attrs(c.node.attrs));
+                                                 FusedEpilogue::from_attrs(c.node.attrs),
+                                                 c.node.attrs.get_int(kNormResidual, 0) != 0);
           });
 }
 

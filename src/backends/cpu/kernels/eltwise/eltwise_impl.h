@@ -58,14 +58,20 @@ struct EltwiseImpl {
     });
   }
 
-  static void affine(const void* xv, void* yv, int64_t n, float shift, float scale, float bias,
-                     const ActParams& p) {
+  static void affine(const void* xv, const void* rv, void* yv, int64_t n, float shift, float scale,
+                     float bias, const ActParams& p) {
     const T* x = static_cast<const T*>(xv);
+    const T* r = static_cast<const T*>(rv);
     T* y = static_cast<T*>(yv);
     with_act(p.act, [&]<Act A>() {
       ActVec<S> pv(p);
       V sh = S::set1(shift), sc = S::set1(scale), b = S::set1(bias);
-      if (shift == 0.0f)  // x - 0 is x, -0 and NaN included: one operation less per vector
+      if (r)
+        for_vectors<S>(n, [&](int64_t i, int c) {
+          V v = S::fmadd(S::sub(load_n<S>(x + i, c), sh), sc, b);
+          store_n<S>(y + i, activate<S, A>(S::add(v, load_n<S>(r + i, c)), pv), c);
+        });
+      else if (shift == 0.0f)  // x - 0 is x, -0 and NaN included: one operation less per vector
         for_vectors<S>(n, [&](int64_t i, int c) {
           store_n<S>(y + i, activate<S, A>(S::fmadd(load_n<S>(x + i, c), sc, b), pv), c);
         });
