@@ -510,6 +510,30 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
   });
 }
 
+// The direct path's shared slab as a ring of input planes (conv_direct.cpp): with a budget of a
+// few planes, every layer's slabs cycle through the ring, output planes read slots that wrap
+// past its end, and each slab copies only the planes the one before lacked. Budgets of one byte
+// (a slab of one output plane, the ring as deep as the kernel's reach) and of a few KiB (a few
+// output planes a slab), with strides, dilations and both thread counts.
+TEST_P(ConvLoweringTest, SlabRingsMatchReference) {
+  for (int64_t budget : {int64_t{1}, int64_t{6} << 10}) {
+    struct RestoreBudget {
+      int64_t bytes;
+      ~RestoreBudget() { ConvGemm::set_slab_budget(bytes); }
+    } restore{ConvGemm::set_slab_budget(budget)};
+    ThreadPool pool(2);
+    std::mt19937 rng(23);
+    int k = 0;
+    for (const ConvCase& c : unet_cases())
+      if (c.op != "ConvTranspose")
+        for (DType t : {DType::f32, DType::f16})
+          check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+    check_random_cases(20, 29, GetParam(), [](std::mt19937& r, int attempt) {
+      return random_conv(r, 3 - attempt % 2);
+    });
+  }
+}
+
 TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
   check_random_cases(40, 9, GetParam(), [](std::mt19937& rng, int attempt) {
     ConvCase c = random_conv_transpose(rng, 1 + attempt % 3);

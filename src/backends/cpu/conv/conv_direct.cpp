@@ -8,6 +8,7 @@
 // along an output plane one row at a time or, when rows are short against NR, straight across
 // rows (the columns between rows computed and dropped).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -18,13 +19,21 @@ namespace voxrt::cpu {
 
 namespace {
 
-// Padded input planes of all channels of a slab should stay within this many bytes with fp32
-// panels and fp32 storage, and in proportion with narrower ones (2 bytes a channel with bf16
-// pairs or fp16 storage: 4 MiB), so that reduced precision halves the scratch with the
-// activations (fp16 model with bf16 products, unet3d_resize: peak RSS 70.5 -> 67.6 MiB, 0.54 of
-// fp32; fp16 storage with fp32 panels, F16C: unet3d_bn 60.6 -> 56.5 MiB, MONAI's spleen UNet
-// 41.7 -> 37.9; convolution rates unchanged within the noise, a slab of fewer planes).
-constexpr int64_t kSlabBudget = 8 << 20;
+// Padded input planes of all channels of a slab should stay within this many bytes per thread
+// sharing it (the L2 of an Intel Xeon core), at most kSlabMax, with fp32 panels and fp32
+// storage, and in proportion with narrower ones (2 bytes a channel with bf16 pairs or fp16
+// storage), so that reduced precision halves the scratch with the activations (fp16 model with
+// bf16 products, unet3d_resize: peak RSS 70.5 -> 67.6 MiB, 0.54 of fp32; fp16 storage with fp32
+// panels, F16C: unet3d_bn 60.6 -> 56.5 MiB, MONAI's spleen UNet 41.7 -> 37.9). The slab is a
+// ring of planes, so smaller slabs copy no plane twice: against one 8 MiB slab, `voxrt bench`
+// on the Intel Xeon, three alternations, one thread (2 MiB) unet3d_resize 131.5 / 142.7 / 133.8
+// -> 127.7 / 131.4 / 128.6 ms, nnunet3d 193.0 / 198.4 / 194.1 -> 187.6 / 187.6 / 191.9; two
+// threads (4 MiB), four alternations, unet3d_resize 74.2 / 74.3 / 74.0 / 73.5 -> 79.3 / 70.9 /
+// 71.0 / 72.2, nnunet3d 103.6 / 108.2 / 106.9 / 104.6 -> 102.8 / 100.7 / 101.5 / 109.7 (2 MiB
+// on two threads, twice the slabs and barriers, read 105.0-137.7 there).
+constexpr int64_t kSlabPerThread = 2 << 20;
+constexpr int64_t kSlabMax = 8 << 20;
+std::atomic<int64_t> slab_per_thread{kSlabPerThread};
 // Where input planes serve one output plane each (a kernel one deep: 2D convolutions), each
 // thread copies and computes bands of output rows whose padded input stays within this many
 // bytes, half of a Zen 4 core's L2. A 24-channel 256x256 fp32 layer on Zen 4: one thread 62 ->
@@ -407,7 +416,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   // A slab: `slab_out` output planes and the input planes they read.
   const int64_t plane_bytes = packs * plane * static_cast<int64_t>(bb);
-  const int64_t slab_budget = kSlabBudget * static_cast<int64_t>(std::min(member, es)) / 4;
+  const int64_t slab_budget = std::min(kSlabMax, slab_per_thread.load() * threads) *
+                              static_cast<int64_t>(std::min(member, es)) / 4;
   const int64_t slab_out =
       per_thread
           ? 1
@@ -430,9 +440,36 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                                             (dy % sy * px + dx % px) * phase_plane +
                                             dy / sy * xlen + dx / px;
         }
-  // The furthest a strip reads: its furthest step, NR lanes past the slab's last strip.
-  const int64_t reads = (slab_out - 1) * sz * plane + strips.back().q + nr +
-                        (steps > 0 ? *std::max_element(offsets.begin(), offsets.end()) : 0);
+  // The shared slab is a ring of slab_planes plane slots per channel pack: padded input plane
+  // p (p = 0 the first any output reads) lives in slot p % slab_planes, and each slab after the
+  // first copies only the planes the one before did not hold. Output plane oz reads slots from
+  // first_slot(oz) on: where they run past the last slot they wrap, through an offset table of
+  // their own (wrapped[first slot]); otherwise `offsets` from the strip's base in that slot.
+  const int64_t ring = slab_planes;
+  auto first_slot = [&](int64_t oz) { return oz * sz % ring; };
+  auto wraps = [&](int64_t s0) { return s0 + reach > ring; };
+  std::vector<std::vector<int64_t>> wrapped(per_thread ? 0 : static_cast<size_t>(ring));
+  const int64_t deepest = steps > 0 ? *std::max_element(offsets.begin(), offsets.end()) : 0;
+  int64_t furthest = deepest;
+  for (int64_t oz = 0; !per_thread && oz < win.out[0]; ++oz) {
+    const int64_t s0 = first_slot(oz);
+    std::vector<int64_t>& t = wrapped[static_cast<size_t>(s0)];
+    if (!wraps(s0)) {
+      furthest = std::max(furthest, s0 * plane + deepest);
+      continue;
+    }
+    if (!t.empty()) continue;
+    t.resize(static_cast<size_t>(steps));
+    for (int64_t k = 0; k < steps; ++k) {
+      // Pack c's plane kz * dilation after s0, modulo the ring.
+      const int64_t o = offsets[static_cast<size_t>(k)], c = o / chan, in_chan = o % chan;
+      t[static_cast<size_t>(k)] =
+          c * chan + (s0 + in_chan / plane) % ring * plane + in_chan % plane;
+      furthest = std::max(furthest, t[static_cast<size_t>(k)]);
+    }
+  }
+  // The furthest a strip reads: its furthest step, NR lanes past the last strip.
+  const int64_t reads = strips.back().q + nr + furthest;
   const size_t buffer_elems = static_cast<size_t>(std::max(reads, packs * chan));
   // One buffer shared by the threads, or one per thread. Past the last plane a strip may read
   // the tail of the reach (lanes it drops): zeroed once.
@@ -511,8 +548,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // `tile_res` hold MR x NR elements.
   const int64_t block_bytes = mr * steps * static_cast<int64_t>(ab);
   auto compute = [&](int64_t n, int64_t grp, int64_t oz, const Band& band, int64_t st,
-                     const uint8_t* b, int64_t mb0, int64_t mb1, const uint8_t* a0,
-                     uint8_t* tile_out, uint8_t* tile_res) {
+                     const uint8_t* b, const int64_t* offs, int64_t mb0, int64_t mb1,
+                     const uint8_t* a0, uint8_t* tile_out, uint8_t* tile_res) {
     const Strip& strip = (*band.strips)[static_cast<size_t>(st)];
     const Segment* sg = band.segs + strip.first;
     const bool in_place = strip.count == 1 && sg[0].lane == 0;
@@ -523,8 +560,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       if (in_place) {
         const int64_t at = row0 + sg[0].out;
         g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(sg[0].len),
-                  static_cast<size_t>(steps), a, b, offsets.data(), yb + at * ys,
-                  static_cast<size_t>(s_out),
+                  static_cast<size_t>(steps), a, b, offs, yb + at * ys, static_cast<size_t>(s_out),
                   params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
         continue;
       }
@@ -536,8 +572,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                         rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
                         static_cast<size_t>(sg[s].len) * es);
       g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps), a,
-                b, offsets.data(), tile_out, static_cast<size_t>(nr),
-                params(m0, rb ? tile_res : nullptr, y));
+                b, offs, tile_out, static_cast<size_t>(nr), params(m0, rb ? tile_res : nullptr, y));
       for (int64_t i = 0; i < rows; ++i)
         for (size_t s = 0; s < strip.count; ++s)
           std::memcpy(yb + (row0 + i * s_out + sg[s].out) * ys,
@@ -577,7 +612,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
             compute(
                 n, grp, oz, band, st,
                 buf.data() + (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb),
-                w0, w1, a_w0, tile_out.data(), tile_res.data());
+                offsets.data(), w0, w1, a_w0, tile_out.data(), tile_res.data());
         }
       }
     });
@@ -588,24 +623,27 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const int64_t n_strips = static_cast<int64_t>(strips.size());
   PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
   uint8_t* padded = slots.data(0);
-  // Every slab has the same layout: the first one's fill writes the padding's zeros, which the
-  // copies of the next ones leave in place.
-  bool first_slab = true;
+  // Every slot has the same layout: a slot's first fill writes the padding's zeros, which the
+  // copies into it after leave in place.
+  std::vector<char> slot_padded(static_cast<size_t>(ring), 0);
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {
+      int64_t held = 0;  // padded planes [.., held) of this batch item and group are in the ring
       for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out) {
         const int64_t outs = std::min(slab_out, win.out[0] - z0);
-        const int64_t planes = (outs - 1) * sz + reach;
+        const int64_t from = std::max(held, z0 * sz), to = (z0 + outs - 1) * sz + reach;
+        const int64_t planes = to - from;
         parallel(packs * planes, [&](int64_t begin, int64_t end) {
           std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
           for (int64_t i = begin; i < end; ++i) {
-            const int64_t pack = i / planes, lp = i % planes;
-            fill_plane(n, grp, pack, z0 * sz + lp - win.pad[0], band,
-                       padded + (pack * chan + lp * plane) * static_cast<int64_t>(bb),
-                       scratch.data(), !first_slab);
+            const int64_t pack = i / planes, p = from + i % planes, slot = p % ring;
+            fill_plane(n, grp, pack, p - win.pad[0], band,
+                       padded + (pack * chan + slot * plane) * static_cast<int64_t>(bb),
+                       scratch.data(), slot_padded[static_cast<size_t>(slot)] != 0);
           }
         });
-        first_slab = false;
+        for (int64_t p = from; p < to; ++p) slot_padded[static_cast<size_t>(p % ring)] = 1;
+        held = to;
 
         // Blocks of output channels [w0, w1) at a time: all of them, or with fp16-kept panels
         // as many as the widening budget holds, widened here by the pool.
@@ -623,18 +661,26 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
             for (int64_t item = begin; item < end; ++item) {
               const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
                             oz = z0 + item / msplit / n_strips;
-              const int64_t mb0 = w0 + ms * mchunk;
-              compute(n, grp, oz, band, st,
-                      padded + ((oz - z0) * sz * plane + strips[static_cast<size_t>(st)].q) *
-                                   static_cast<int64_t>(bb),
-                      mb0, std::min(w1, mb0 + mchunk), a_w0 + (mb0 - w0) * block_bytes,
-                      tile_out.data(), tile_res.data());
+              const int64_t mb0 = w0 + ms * mchunk, s0 = first_slot(oz);
+              const int64_t q = strips[static_cast<size_t>(st)].q;
+              if (wraps(s0))
+                compute(n, grp, oz, band, st, padded + q * static_cast<int64_t>(bb),
+                        wrapped[static_cast<size_t>(s0)].data(), mb0, std::min(w1, mb0 + mchunk),
+                        a_w0 + (mb0 - w0) * block_bytes, tile_out.data(), tile_res.data());
+              else
+                compute(n, grp, oz, band, st, padded + (s0 * plane + q) * static_cast<int64_t>(bb),
+                        offsets.data(), mb0, std::min(w1, mb0 + mchunk),
+                        a_w0 + (mb0 - w0) * block_bytes, tile_out.data(), tile_res.data());
             }
           });
         }
       }
     }
   return true;
+}
+
+int64_t ConvGemm::set_slab_budget(int64_t bytes_per_thread) {
+  return slab_per_thread.exchange(std::max<int64_t>(bytes_per_thread, 1));
 }
 
 }  // namespace voxrt::cpu

@@ -179,6 +179,10 @@ class ConvGemm {
   /// The row's name, and its siblings' tiles where the direct path may take one by output width:
   /// "f32_gemm_6x64__avx512+6x48".
   std::string kernel_names() const;
+  /// Sets the direct path's shared slab budget per thread (2 MiB; conv_direct.cpp) and returns
+  /// the previous one: tests make it small, so that small layers cycle their slabs through the
+  /// ring of planes as large ones do.
+  static int64_t set_slab_budget(int64_t bytes_per_thread);
 
  private:
   // B rows read in place from a zero-padded copy of the input (conv_direct.cpp); returns false,
