@@ -28,67 +28,36 @@ void fuse_conv_epilogue(ir::Graph& g) {
     const bool transposed = conv.op_type == "ConvTranspose";
     if ((conv.op_type != "Conv" && !transposed) || !conv.domain.empty() || conv.outputs.size() != 1)
       continue;
-    int out = conv.outputs[0];
-    int residual = -1;
-    std::vector<size_t> absorbed;
     // `consumers` predates this loop's rewrites: an Add another conv took is gone.
     auto free_consumer = [&](int v) {
       const int c = sole_consumer(g, consumers, v);
       return c >= 0 && !drop[static_cast<size_t>(c)] ? c : -1;
     };
-    int next = free_consumer(out);
-    if (!transposed && next >= 0) {
-      const int other = residual_operand(g, g.nodes[static_cast<size_t>(next)], out);
-      if (other >= 0) {
-        residual = other;
-        absorbed.push_back(static_cast<size_t>(next));
-        out = g.nodes[static_cast<size_t>(next)].outputs[0];
-        next = free_consumer(out);
-      }
-    }
-    std::string activation;
-    float alpha = 0.01f;
-    if (next >= 0) {
-      const ir::Node& act = g.nodes[static_cast<size_t>(next)];
-      if (act.op_type == "Relu" || act.op_type == "LeakyRelu") {
-        activation = act.op_type;
-        alpha = act.attrs.get_float("alpha", 0.01f);
-        absorbed.push_back(static_cast<size_t>(next));
-        out = act.outputs[0];
-        next = free_consumer(out);
-      }
-    }
+    EpilogueChain e = epilogue_chain(g, conv.outputs[0], !transposed, free_consumer);
     bool residual_after = false;
-    if (!transposed && residual < 0 && !activation.empty() && next >= 0) {
-      const int other = residual_operand(g, g.nodes[static_cast<size_t>(next)], out);
-      if (other >= 0 && !conv_takes(other, next)) {
-        residual = other;
+    if (!transposed && e.residual < 0 && !e.activation.empty() && e.next >= 0) {
+      const int other = residual_operand(g, g.nodes[static_cast<size_t>(e.next)], e.out);
+      if (other >= 0 && !conv_takes(other, e.next)) {
+        e.residual = other;
         residual_after = true;
-        absorbed.push_back(static_cast<size_t>(next));
-        out = g.nodes[static_cast<size_t>(next)].outputs[0];
+        e.absorbed.push_back(static_cast<size_t>(e.next));
+        e.out = g.nodes[static_cast<size_t>(e.next)].outputs[0];
       }
     }
-    if (absorbed.empty()) continue;
+    if (e.absorbed.empty()) continue;
     conv.domain = kInternalDomain;
     conv.op_type = transposed ? "FusedConvTranspose" : "FusedConv";
     conv.inputs.resize(std::max<size_t>(conv.inputs.size(), 3), -1);
-    if (residual >= 0) conv.inputs.push_back(residual);
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::s;
-    a.s = activation;
-    conv.attrs.items["activation"] = a;
-    ir::Attribute al;
-    al.kind = ir::Attribute::Kind::f;
-    al.f = alpha;
-    conv.attrs.items["alpha"] = al;
+    if (e.residual >= 0) conv.inputs.push_back(e.residual);
+    set_activation_attrs(conv, e);
     if (residual_after) {
       ir::Attribute after;
       after.kind = ir::Attribute::Kind::i;
       after.i = 1;
       conv.attrs.items[kResidualAfterActivation] = after;
     }
-    conv.outputs[0] = out;
-    for (size_t d : absorbed) drop[d] = 1;
+    conv.outputs[0] = e.out;
+    for (size_t d : e.absorbed) drop[d] = 1;
   }
   erase_nodes(g, drop);
   // A residual produced after the conv would now be read before it is written.

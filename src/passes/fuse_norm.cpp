@@ -26,51 +26,21 @@ void fuse_norm_activation(ir::Graph& g) {
     // Training outputs (BatchNormalization's running statistics) stay unfused.
     if (std::any_of(norm.outputs.begin() + 1, norm.outputs.end(), [](int o) { return o >= 0; }))
       continue;
-    int out = norm.outputs[0], residual = -1;
-    std::vector<size_t> absorbed;
-    int next = free_consumer(out);
-    if (next >= 0) {
-      const int other = residual_operand(g, g.nodes[static_cast<size_t>(next)], out);
-      if (other >= 0) {
-        residual = other;
-        absorbed.push_back(static_cast<size_t>(next));
-        out = g.nodes[static_cast<size_t>(next)].outputs[0];
-        next = free_consumer(out);
-      }
-    }
-    std::string activation;
-    float alpha = 0.01f;
-    if (next >= 0) {
-      const ir::Node& act = g.nodes[static_cast<size_t>(next)];
-      if (act.domain.empty() && (act.op_type == "Relu" || act.op_type == "LeakyRelu") &&
-          act.outputs.size() == 1) {
-        activation = act.op_type;
-        alpha = act.attrs.get_float("alpha", 0.01f);
-        absorbed.push_back(static_cast<size_t>(next));
-        out = act.outputs[0];
-      }
-    }
-    if (absorbed.empty()) continue;
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::s;
-    a.s = activation;
-    ir::Attribute al;
-    al.kind = ir::Attribute::Kind::f;
-    al.f = alpha;
-    norm.attrs.items["activation"] = a;
-    norm.attrs.items["alpha"] = al;
-    if (residual >= 0) {
+    const EpilogueChain e = epilogue_chain(g, norm.outputs[0], true, free_consumer);
+    if (e.absorbed.empty()) continue;
+    set_activation_attrs(norm, e);
+    if (e.residual >= 0) {
       ir::Attribute r;
       r.kind = ir::Attribute::Kind::i;
       r.i = 1;
       norm.attrs.items[kNormResidual] = r;
-      norm.inputs.push_back(residual);
+      norm.inputs.push_back(e.residual);
     }
     norm.domain = kInternalDomain;
     norm.op_type = fused;
     norm.outputs.resize(1);
-    norm.outputs[0] = out;
-    for (size_t d : absorbed) drop[d] = 1;
+    norm.outputs[0] = e.out;
+    for (size_t d : e.absorbed) drop[d] = 1;
   }
   erase_nodes(g, drop);
   // A residual produced after the norm would now be read before it is written.

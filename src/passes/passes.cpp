@@ -51,6 +51,46 @@ int residual_operand(const ir::Graph& g, const ir::Node& add, int v) {
   return other;
 }
 
+EpilogueChain epilogue_chain(const ir::Graph& g, int out, bool take_residual,
+                             const std::function<int(int)>& free_consumer) {
+  EpilogueChain e;
+  e.out = out;
+  e.next = free_consumer(out);
+  auto take = [&](int node) {
+    e.absorbed.push_back(static_cast<size_t>(node));
+    e.out = g.nodes[static_cast<size_t>(node)].outputs[0];
+    e.next = free_consumer(e.out);
+  };
+  if (take_residual && e.next >= 0) {
+    const int other = residual_operand(g, g.nodes[static_cast<size_t>(e.next)], e.out);
+    if (other >= 0) {
+      e.residual = other;
+      take(e.next);
+    }
+  }
+  if (e.next >= 0) {
+    const ir::Node& act = g.nodes[static_cast<size_t>(e.next)];
+    if (act.domain.empty() && (act.op_type == "Relu" || act.op_type == "LeakyRelu") &&
+        act.outputs.size() == 1) {
+      e.activation = act.op_type;
+      e.alpha = act.attrs.get_float("alpha", 0.01f);
+      take(e.next);
+    }
+  }
+  return e;
+}
+
+void set_activation_attrs(ir::Node& n, const EpilogueChain& e) {
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::s;
+  a.s = e.activation;
+  n.attrs.items["activation"] = a;
+  ir::Attribute al;
+  al.kind = ir::Attribute::Kind::f;
+  al.f = e.alpha;
+  n.attrs.items["alpha"] = al;
+}
+
 void erase_nodes(ir::Graph& g, const std::vector<char>& drop) {
   std::vector<ir::Node> kept;
   for (size_t k = 0; k < g.nodes.size(); ++k)

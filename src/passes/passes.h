@@ -1,6 +1,7 @@
 // Portable graph passes, run in order from one list. Each keeps the graph valid and typed.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,6 +64,23 @@ int sole_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& consu
 /// activation (not a broadcast constant; the fused op checks the shapes match when it plans) of
 /// v's dtype. -1 otherwise.
 int residual_operand(const ir::Graph& g, const ir::Node& add, int v);
+
+/// What a fused op takes after its output: Add(other activation) where residuals are allowed,
+/// then Relu or LeakyRelu.
+struct EpilogueChain {
+  int residual = -1;             // the Add's other operand, or -1
+  std::string activation;        // "", "Relu" or "LeakyRelu"
+  float alpha = 0.01f;           // LeakyRelu's
+  std::vector<size_t> absorbed;  // the nodes taken
+  int out = -1;                  // the value the chain ends in
+  int next = -1;                 // its consumer the op may still take, or -1
+};
+/// The chain after value `out`; `free_consumer(v)` is v's sole consumer that no earlier rewrite
+/// took, or -1.
+EpilogueChain epilogue_chain(const ir::Graph& g, int out, bool take_residual,
+                             const std::function<int(int)>& free_consumer);
+/// Sets a fused node's "activation" and "alpha" attributes from `e`.
+void set_activation_attrs(ir::Node& n, const EpilogueChain& e);
 
 /// Points every consumer of `from` at `to`; graph outputs named `from` keep their name by
 /// renaming, so call only when `from` is not a graph output or `to` has a producer.

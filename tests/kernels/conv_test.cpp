@@ -300,6 +300,16 @@ ConvCase random_conv_transpose(std::mt19937& rng, int rank) {
   return c;
 }
 
+// Appends a case of `op` with X and W of these shapes to `cases`; returns it, for attributes.
+ConvCase& add_case(std::vector<ConvCase>& cases, const char* op, Shape x, Shape w) {
+  ConvCase c;
+  c.op = op;
+  c.x = std::move(x);
+  c.w = std::move(w);
+  cases.push_back(std::move(c));
+  return cases.back();
+}
+
 // Shapes that UNets use, including the tile edges of every kernel row.
 std::vector<ConvCase> unet_cases() {
   std::vector<ConvCase> v;
@@ -390,13 +400,7 @@ TEST_P(ConvLoweringTest, FusedCastToFp32MatchesReference) {
   std::mt19937 rng(13);
   std::vector<ConvCase> cases;
   auto add = [&](Shape x, Shape w) -> ConvCase& {
-    ConvCase c;
-    c.op = "FusedConv";
-    c.x = std::move(x);
-    c.w = std::move(w);
-    c.i(kFusedCastTo, 1);
-    cases.push_back(c);
-    return cases.back();
+    return add_case(cases, "FusedConv", std::move(x), std::move(w)).i(kFusedCastTo, 1);
   };
   add({1, 16, 7, 8, 9}, {3, 16, 1, 1, 1}).activation = "Relu";
   add({2, 8, 6, 7, 9}, {3, 8, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1}).residual = true;
@@ -419,11 +423,7 @@ TEST_P(ConvLoweringTest, PackedPathsMatchReference) {
   std::mt19937 rng(19);
   std::vector<ConvCase> cases;
   auto add = [&](Shape x, Shape w) -> ConvCase& {
-    ConvCase c;
-    c.x = std::move(x);
-    c.w = std::move(w);
-    cases.push_back(c);
-    return cases.back();
+    return add_case(cases, "Conv", std::move(x), std::move(w));
   };
   add({1, 3, 5, 200}, {4, 3, 3, 3}).ints("strides", {1, 9}).ints("pads", {1, 1, 1, 1});
   add({1, 3, 4, 150}, {5, 3, 1, 3}).ints("strides", {1, 10}).ints("dilations", {1, 2});
@@ -452,12 +452,7 @@ TEST_P(ConvLoweringTest, DegenerateWindowsMatchReference) {
   std::mt19937 rng(17);
   std::vector<ConvCase> cases;
   auto add = [&](const char* op, Shape x, Shape w) -> ConvCase& {
-    ConvCase c;
-    c.op = op;
-    c.x = std::move(x);
-    c.w = std::move(w);
-    cases.push_back(c);
-    return cases.back();
+    return add_case(cases, op, std::move(x), std::move(w));
   };
   add("Conv", {1, 2, 0, 5}, {3, 2, 1, 1}).ints("pads", {1, 0, 1, 0});
   add("Conv", {1, 3, 0, 2, 2}, {4, 3, 3, 3, 3}).ints("pads", {2, 1, 1, 2, 1, 1});

@@ -152,6 +152,20 @@ TEST_P(Norm, FusedResidual) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, Norm, testing::ValuesIn(all_isas()), isa_param_name);
 
+// The optimized CPU session of `b` against its unoptimized reference session on a random X of
+// `shape`; returns the optimized graph's text.
+std::string expect_fused_matches_unfused(ModelBuilder& b, const Shape& shape, uint32_t seed) {
+  Session fused = b.session();
+  SessionOptions plain;
+  plain.optimize = false;
+  plain.backend = Backend::reference;
+  Session unfused = b.session(plain);
+  std::mt19937 rng(seed);
+  Tensor x = random_tensor(DType::f32, shape, rng);
+  EXPECT_LT(rel_l2(fused.run({{"x", x}})[0], unfused.run({{"x", x}})[0]), 1e-5);
+  return fused.graph_text();
+}
+
 // InstanceNormalization -> LeakyRelu and BatchNormalization -> Relu (not after a Conv, so left
 // unfolded) each become one fused node, and the optimized CPU session matches the reference.
 TEST(FuseNormActivation, MatchesUnfusedGraph) {
@@ -168,19 +182,10 @@ TEST(FuseNormActivation, MatchesUnfusedGraph) {
   b.node("BatchNormalization", {"a1", "s", "b", "m", "v"}, {"n2"});
   b.node("Relu", {"n2"}, {"y"});
   b.output("y", onnx::TensorProto::FLOAT);
-  Session fused = b.session();
-  std::string text = fused.graph_text();
+  std::string text = expect_fused_matches_unfused(b, {1, 3, 9, 10, 11}, 9);
   EXPECT_NE(text.find("FusedInstanceNorm"), std::string::npos) << text;
   EXPECT_NE(text.find("FusedBatchNorm"), std::string::npos) << text;
   EXPECT_EQ(text.find("LeakyRelu"), std::string::npos) << text;
-  SessionOptions plain;
-  plain.optimize = false;
-  plain.backend = Backend::reference;
-  Session unfused = b.session(plain);
-  std::mt19937 rng(9);
-  Tensor x = random_tensor(DType::f32, {1, 3, 9, 10, 11}, rng);
-  Tensor y1 = fused.run({{"x", x}})[0], y2 = unfused.run({{"x", x}})[0];
-  EXPECT_LT(rel_l2(y1, y2), 1e-5);
 }
 
 // ResEnc's block end, InstanceNorm -> Add(skip) -> LeakyRelu, and a BatchNorm -> Add without an
@@ -206,8 +211,7 @@ TEST(FuseNormActivation, ResidualAddsJoinTheNorm) {
   b.node("InstanceNormalization", {"a2", "s", "b"}, {"n3"});
   b.node("Add", {"n3", "k"}, {"y"});
   b.output("y", onnx::TensorProto::FLOAT);
-  Session fused = b.session();
-  std::string text = fused.graph_text();
+  std::string text = expect_fused_matches_unfused(b, {1, 3, 9, 10, 11}, 10);
   EXPECT_NE(text.find("FusedInstanceNorm"), std::string::npos) << text;
   EXPECT_NE(text.find("FusedBatchNorm"), std::string::npos) << text;
   EXPECT_EQ(text.find("LeakyRelu"), std::string::npos) << text;
@@ -215,14 +219,6 @@ TEST(FuseNormActivation, ResidualAddsJoinTheNorm) {
   for (size_t at = text.find(": Add("); at != std::string::npos; at = text.find(": Add(", at + 1))
     ++adds;
   EXPECT_EQ(adds, 1u) << "only the constant's Add stays\n" << text;
-  SessionOptions plain;
-  plain.optimize = false;
-  plain.backend = Backend::reference;
-  Session unfused = b.session(plain);
-  std::mt19937 rng(10);
-  Tensor x = random_tensor(DType::f32, {1, 3, 9, 10, 11}, rng);
-  Tensor y1 = fused.run({{"x", x}})[0], y2 = unfused.run({{"x", x}})[0];
-  EXPECT_LT(rel_l2(y1, y2), 1e-5);
 }
 
 }  // namespace
