@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "backends/cpu/kernels/gemm/gemm_rows.h"
 #include "core/half.h"
 
 namespace voxrt::cpu {
@@ -463,6 +464,11 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
       1, ceil_div(s, nr));
   const int64_t tile_cols = strips * nr, tiles = ceil_div(s, tile_cols);
   const std::vector<int64_t> offsets = panel_offsets(g_, cg_);
+  // Rows whose panels hold the storage's own values (fp32) read full strips of B in place, X's
+  // channel rows through a table of row offsets: packing them only copied X into L2 and back.
+  const bool in_place = g_.to_panel == copy_f32_panel;
+  std::vector<int64_t> row_offsets(in_place ? static_cast<size_t>(cg_) : 0);
+  for (size_t c = 0; c < row_offsets.size(); ++c) row_offsets[c] = static_cast<int64_t>(c) * s;
   const int64_t items = n_batch * group_ * tiles;
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
@@ -473,19 +479,27 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
     for (int64_t item = begin; item < end; ++item) {
       const int64_t tile = item % tiles, grp = (item / tiles) % group_, n = item / tiles / group_;
       const int64_t p0 = tile * tile_cols, cols = std::min(tile_cols, s - p0);
-      pack_b(g_, xb + ((n * c_in + grp * cg_) * s + p0) * static_cast<int64_t>(es), s, cg_, cols,
-             panel.data());
-      for (int64_t st = 0; st * nr < cols; ++st)
+      const uint8_t* x0 = xb + ((n * c_in + grp * cg_) * s + p0) * static_cast<int64_t>(es);
+      // In place, only the last strip (short of NR columns) is packed.
+      const int64_t packed_from = in_place ? cols / nr * nr : 0;
+      if (packed_from < cols)
+        pack_b(g_, x0 + packed_from * static_cast<int64_t>(es), s, cg_, cols - packed_from,
+               panel.data());
+      for (int64_t st = 0; st * nr < cols; ++st) {
+        const bool own = st * nr < packed_from;
+        const uint8_t* b = own ? x0 + st * nr * static_cast<int64_t>(es)
+                               : panel.data() + (st - packed_from / nr) * steps * nr * bb;
         for (int64_t mb = 0; mb < mblocks; ++mb) {
           const int64_t m0 = grp * mg + mb * mr;
           const int64_t at = (n * m_ + m0) * s + p0 + st * nr;
           g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)),
                      static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
-                     a + grp * a_group_bytes_ + mb * mr * steps * ab,
-                     panel.data() + st * steps * nr * bb, offsets.data(), yb + at * ys,
+                     a + grp * a_group_bytes_ + mb * mr * steps * ab, b,
+                     own ? row_offsets.data() : offsets.data(), yb + at * ys,
                      static_cast<size_t>(s),
                      params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
         }
+      }
     }
   };
   split_items(pool, items, work);
