@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct Problem {
   bool bias, residual, f32_out;
   bool b_rows;  // B read as rows of a wider matrix (b_offsets s * ld) instead of packed panels
   bool residual_after_act = false;
+  bool f16_b = false;  // B as rows of fp16 values through GemmKernel::ukernel_f16_b
 };
 
 // Storage-dtype values in [lo, hi), never exactly zero.
@@ -76,7 +78,7 @@ void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
                      " act=" + std::to_string(static_cast<int>(pr.act)) + (pr.bias ? " bias" : "") +
                      (pr.residual ? " residual" : "") +
                      (pr.residual_after_act ? " after act" : "") + (pr.f32_out ? " f32_out" : "") +
-                     (pr.b_rows ? " b_rows" : "");
+                     (pr.b_rows ? " b_rows" : "") + (pr.f16_b ? " f16_b" : "");
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<float> a(static_cast<size_t>(pr.m * pr.k));
   for (float& v : a) {
@@ -99,7 +101,17 @@ void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
   std::vector<uint8_t> bp;
   std::vector<int64_t> offsets;
   const int64_t ldb = pr.n + g.nr + 5;
-  if (pr.b_rows) {
+  if (pr.f16_b) {
+    // The storage's fp16 rows as they are, with other (finite) values past column n.
+    std::vector<uint8_t> extra = random_storage(g.storage, ldb, rng, -1, 1);
+    bp.assign(static_cast<size_t>(pr.k * ldb) * 2, 0);
+    for (int64_t s = 0; s < pr.k; ++s) {
+      std::memcpy(bp.data() + s * ldb * 2, b.data() + s * pr.n * 2, static_cast<size_t>(pr.n) * 2);
+      std::memcpy(bp.data() + (s * ldb + pr.n) * 2, extra.data(),
+                  static_cast<size_t>(ldb - pr.n) * 2);
+    }
+    for (int64_t s = 0; s < pr.k; ++s) offsets.push_back(s * ldb);
+  } else if (pr.b_rows) {
     std::vector<uint8_t> extra = random_storage(g.storage, ldb, rng, -1, 1);
     bp.assign(static_cast<size_t>(elems * ldb) * bb, 0);
     for (int64_t s = 0; s < pr.k; ++s) {
@@ -114,6 +126,7 @@ void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
     offsets = panel_offsets(g, pr.k);
   }
   auto b_at = [&](int64_t j0) {
+    if (pr.f16_b) return bp.data() + j0 * 2;
     return bp.data() + (pr.b_rows ? j0 : j0 * elems) * static_cast<int64_t>(bb);
   };
 
@@ -121,11 +134,13 @@ void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
   size_t cb = dtype_size(out_t);
   // Poisoned with a pattern, to see writes outside [m, n) and the row padding.
   std::vector<uint8_t> got(static_cast<size_t>(pr.m * ldc) * cb, 0x7b), want = got;
-  run_tiles(g, pr, ap.data(), b_at, offsets.data(), bias, residual, got.data(), ldc, g.ukernel);
+  run_tiles(g, pr, ap.data(), b_at, offsets.data(), bias, residual, got.data(), ldc,
+            pr.f16_b ? g.ukernel_f16_b : g.ukernel);
   run_tiles(g, pr, ap.data(), b_at, offsets.data(), bias, residual, want.data(), ldc,
             [&](size_t mr, size_t nc, size_t k, const void* pa, const void* pb, const int64_t* off,
-                void* c, size_t l,
-                const GemmParams& p) { gemm_reference(g, mr, nc, k, pa, pb, off, c, l, p); });
+                void* c, size_t l, const GemmParams& p) {
+              gemm_reference(g, mr, nc, k, pa, pb, off, c, l, p, pr.f16_b);
+            });
 
   // Error bounds: fp32 sums are within (k + 2) * 2^-24 of the sum of magnitudes; fp16 stores
   // within half an fp16 ulp (both sides round, so one ulp apart); fp16 arithmetic is emulated
@@ -182,6 +197,17 @@ TEST_P(GemmRowTest, MatchesReferenceOnTileEdgeAndPrimeSizes) {
         check_row(g, p, rng);
         if (HasFatalFailure()) return;
       }
+  // Rows with an fp16-B form: it against the reference reading the same fp16 rows.
+  if (g.ukernel_f16_b) {
+    ASSERT_EQ(g.storage, DType::f16) << g.name;
+    for (int64_t k : {1, 7, 27, 300})
+      for (int64_t n : {nr - 1, nr, 2 * nr + 5}) {
+        Problem p{2 * mr - 1, n, k, acts[k % 3], k % 2 == 1, n % 2 == 0, false, false};
+        p.f16_b = true;
+        check_row(g, p, rng);
+        if (HasFatalFailure()) return;
+      }
+  }
   // A tile short of rows computes only those it stores: every short count, after a full tile.
   for (int64_t r = 1; r < mr; ++r) {
     Problem p{mr + r, nr + 3, 27, acts[r % 3], r % 2 == 0, true, r % 3 == 0, false, false};

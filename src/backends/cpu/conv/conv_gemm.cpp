@@ -464,9 +464,11 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
       1, ceil_div(s, nr));
   const int64_t tile_cols = strips * nr, tiles = ceil_div(s, tile_cols);
   const std::vector<int64_t> offsets = panel_offsets(g_, cg_);
-  // Rows whose panels hold the storage's own values (fp32) read full strips of B in place, X's
-  // channel rows through a table of row offsets: packing them only copied X into L2 and back.
-  const bool in_place = g_.to_panel == copy_f32_panel;
+  // Rows whose panels hold the storage's own values (fp32), and fp16 rows through their tile
+  // that widens B as it loads it, read full strips of B in place, X's channel rows through a
+  // table of row offsets: packing them only copied X into L2 and back.
+  const GemmUkernel in_place_kernel = g_.to_panel == copy_f32_panel ? g_.ukernel : g_.ukernel_f16_b;
+  const bool in_place = in_place_kernel != nullptr;
   std::vector<int64_t> row_offsets(in_place ? static_cast<size_t>(cg_) : 0);
   for (size_t c = 0; c < row_offsets.size(); ++c) row_offsets[c] = static_cast<int64_t>(c) * s;
   const int64_t items = n_batch * group_ * tiles;
@@ -492,12 +494,12 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
         for (int64_t mb = 0; mb < mblocks; ++mb) {
           const int64_t m0 = grp * mg + mb * mr;
           const int64_t at = (n * m_ + m0) * s + p0 + st * nr;
-          g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)),
-                     static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
-                     a + grp * a_group_bytes_ + mb * mr * steps * ab, b,
-                     own ? row_offsets.data() : offsets.data(), yb + at * ys,
-                     static_cast<size_t>(s),
-                     params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
+          (own ? in_place_kernel : g_.ukernel)(
+              static_cast<size_t>(std::min(mr, mg - mb * mr)),
+              static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
+              a + grp * a_group_bytes_ + mb * mr * steps * ab, b,
+              own ? row_offsets.data() : offsets.data(), yb + at * ys, static_cast<size_t>(s),
+              params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
         }
       }
     }

@@ -1,3 +1,5 @@
+// fp16 storage, fp32 arithmetic; the _f16b form reads B rows of fp16 values and widens them
+// as it loads them (1x1 convolutions read X in place through it).
 #include <cstring>
 
 #include "backends/cpu/kernels/gemm/gemm_rows.h"
@@ -11,6 +13,13 @@ void f16_f32acc_gemm_4x16_scalar(size_t mr, size_t nc, size_t k, const void* a, 
                                  const GemmParams& p) {
   gemm_detail::gemm_tile<gemm_detail::Scalar, uint16_t, 4, 16>(mr, nc, k, a, b, b_offsets, c, ldc,
                                                                p);
+}
+
+void f16_f32acc_gemm_4x16_scalar_f16b(size_t mr, size_t nc, size_t k, const void* a, const void* b,
+                                      const int64_t* b_offsets, void* c, size_t ldc,
+                                      const GemmParams& p) {
+  gemm_detail::gemm_tile<gemm_detail::Scalar, uint16_t, 4, 16, uint16_t>(mr, nc, k, a, b, b_offsets,
+                                                                         c, ldc, p);
 }
 
 void f16_to_f32_panel_scalar(const void* src, void* dst, size_t n) {

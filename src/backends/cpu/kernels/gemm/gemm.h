@@ -91,6 +91,10 @@ struct GemmKernel {
   /// consecutive values pair up as elements (a row's columns 2j and 2j + 1 in element j: width
   /// tap pairs at width stride 2).
   PanelConvert to_bf16_values = nullptr;
+  /// Rows whose B panels are the storage's fp16 values widened (fp32 arithmetic with F16C): the
+  /// same tile reading B rows as fp16 values, widened as it loads them, so that a driver can
+  /// read X's rows in place (1x1 convolutions) rather than pack widened copies.
+  GemmUkernel ukernel_f16_b = nullptr;
 };
 
 /// Rows whose products are of bfloat16-rounded operands (FpMath::bf16 only).
@@ -135,8 +139,9 @@ std::vector<int64_t> panel_offsets(const GemmKernel& g, int64_t k);
 /// packed for g serve them all.
 std::vector<const GemmKernel*> gemm_siblings(const GemmKernel& g);
 
+/// `f16_b`: B holds fp16 values rather than panel elements (GemmKernel::ukernel_f16_b).
 void gemm_reference(const GemmKernel& g, size_t mr, size_t nc, size_t k, const void* a,
                     const void* b, const int64_t* b_offsets, void* c, size_t ldc,
-                    const GemmParams& p);
+                    const GemmParams& p, bool f16_b = false);
 
 }  // namespace voxrt::cpu

@@ -54,9 +54,10 @@ double fp16_round(double v) {
 
 void gemm_reference(const GemmKernel& g, size_t mr, size_t nc, size_t k, const void* a,
                     const void* b, const int64_t* b_offsets, void* c, size_t ldc,
-                    const GemmParams& p) {
+                    const GemmParams& p, bool f16_b) {
+  const PanelType b_type = f16_b ? PanelType::f16 : g.b_panel;
   auto b_at = [&](size_t s, size_t j, size_t member = 0) {
-    return panel_value(g.b_panel, b, static_cast<size_t>(b_offsets[s]) + j, member);
+    return panel_value(b_type, b, static_cast<size_t>(b_offsets[s]) + j, member);
   };
   for (size_t i = 0; i < mr; ++i)
     for (size_t j = 0; j < nc; ++j) {

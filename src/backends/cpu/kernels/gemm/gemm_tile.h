@@ -110,17 +110,17 @@ inline void with_rows(size_t mr, F&& f) {
 /// half the FMAs: -5 to +5%).
 constexpr size_t kPrefetchSteps = 12;
 constexpr size_t kPrefetchMinSteps = 200;
-template <int NR>
-inline void prefetch_b_row(const float* row) {
-  const char* p = reinterpret_cast<const char*>(row);
+template <int Bytes>
+inline void prefetch_b_row(const void* row) {
+  const char* p = static_cast<const char*>(row);
 #pragma GCC unroll 8
-  for (int line = 0; line <= (NR * 4 + 63) / 64; ++line) __builtin_prefetch(p + line * 64, 0, 3);
+  for (int line = 0; line <= (Bytes + 63) / 64; ++line) __builtin_prefetch(p + line * 64, 0, 3);
 }
 
-/// C tile = A micro-panel (fp32, MR per step) x B rows (fp32, NR = NV * W per step, at
-/// b_base + b_offsets[step]), then the epilogue, stored as Out (float or fp16 bits). Rows past
-/// mr are neither computed nor stored.
-template <class V, class Out, int MR, int NV>
+/// C tile = A micro-panel (fp32, MR per step) x B rows (NR = NV * W values of B per step, at
+/// b_base + b_offsets[step]: fp32, or fp16 bits widened as they load), then the epilogue, stored
+/// as Out (float or fp16 bits). Rows past mr are neither computed nor stored.
+template <class V, class Out, int MR, int NV, class B = float>
 inline void gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const void* b_base,
                       const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p) {
   using Vec = typename V::Vec;
@@ -128,14 +128,14 @@ inline void gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const
     constexpr int R = decltype(rows)::value;
     prefetch_residual<V, R, NV * V::W, Out>(p, ldc);
     const float* a = static_cast<const float*>(a_panel);
-    const float* b_rows = static_cast<const float*>(b_base);
+    const B* b_rows = static_cast<const B*>(b_base);
     Vec acc[R][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
       for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
     auto step = [&](size_t s) __attribute__((always_inline)) {
-      const float* b = b_rows + b_offsets[s];
+      const B* b = b_rows + b_offsets[s];
       Vec bv[NV];
 #pragma GCC unroll 8
       for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * V::W);
@@ -150,7 +150,7 @@ inline void gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const
     size_t s = 0;
     if (V::W == 16 && k >= kPrefetchMinSteps)
       for (; s + kPrefetchSteps < k; ++s) {
-        prefetch_b_row<NV * V::W>(b_rows + b_offsets[s + kPrefetchSteps]);
+        prefetch_b_row<NV * V::W * sizeof(B)>(b_rows + b_offsets[s + kPrefetchSteps]);
         step(s);
       }
     for (; s < k; ++s) step(s);
