@@ -328,10 +328,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.batch();
   // Padded extents: every tap of every output position lands inside.
-  int64_t ext[3];
-  for (int d = 0; d < 3; ++d)
-    ext[d] = std::max(win.in[d] + win.pad[d],
-                      (win.out[d] - 1) * win.stride[d] + (win.kernel[d] - 1) * win.dilation[d] + 1);
+  const int64_t ext[3] = {win.padded(0), win.padded(1), win.padded(2)};
   // Phase plane (ry, rx) holds padded rows ry, ry + sy, ... and columns rx, rx + sx, ...
   const int64_t sy = win.stride[1], sx = win.stride[2];
   // Tap pairs read the pair's second tap one dilation to the right in the same row, at unit

@@ -142,13 +142,6 @@ constexpr int64_t kShortRow = 12;
 // At most this many bytes of padded copy (deep layers on small planes need far less).
 constexpr int64_t kPaddedBudget = 16 << 20;
 
-// Extents of X zero-padded so that every tap of every output position lands inside.
-void padded_extents(const ConvWindow& w, int64_t ext[3]) {
-  for (int d = 0; d < 3; ++d)
-    ext[d] = std::max(w.in[d] + w.pad[d],
-                      (w.out[d] - 1) * w.stride[d] + (w.kernel[d] - 1) * w.dilation[d] + 1);
-}
-
 // Channel c of batch item n of X at dst + (n * channels + c) * ext volume, zero-padded.
 void pad_input(const RunContext& ctx, const ConvWindow& w, const ConvInput& x, const int64_t ext[3],
                size_t es, uint8_t* dst) {
@@ -531,8 +524,7 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
   const std::vector<int64_t> offsets = panel_offsets(g_, steps * g_.k_pack);
 
   // Short output rows: the tiles pack from a zero-padded copy of X.
-  int64_t ext[3];
-  padded_extents(win, ext);
+  const int64_t ext[3] = {win.padded(0), win.padded(1), win.padded(2)};
   const int64_t ext_vol = ext[0] * ext[1] * ext[2];
   const int64_t padded_bytes = n_batch * x.channels() * ext_vol * static_cast<int64_t>(es);
   const bool from_padded = win.out[2] <= kShortRow && padded_bytes <= kPaddedBudget;

@@ -8,6 +8,7 @@
 //   conv.run(RunContext{&pool, &scratch}, conv_window(geometry), x, nullptr, y);
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +32,10 @@ struct ConvWindow {
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
   int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+  /// Extent of axis d of X zero-padded so that every tap of every output position lands inside.
+  int64_t padded(int d) const {
+    return std::max(in[d] + pad[d], (out[d] - 1) * stride[d] + (kernel[d] - 1) * dilation[d] + 1);
+  }
 };
 
 /// The window of a resolved reference geometry of spatial rank 1 to 3.
