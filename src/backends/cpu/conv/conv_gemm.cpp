@@ -135,7 +135,7 @@ void pack_im2col_runs(const GemmKernel& g, const ConvWindow& w, const ConvInput&
 }
 
 // Output rows this short or shorter pack from a zero-padded copy of X (pack_im2col_padded):
-// pack_im2col's runs are as short as the rows, each a bounds check and a call. A 320 -> 320
+// pack_im2col_runs's runs are as short as the rows, each a bounds check and a call. A 320 -> 320
 // 3x3x3 convolution at 4^3 packed its im2col panel in runs of four and spent 42% of its time
 // there.
 constexpr int64_t kShortRow = 12;
@@ -470,7 +470,8 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));
   auto work = [&](int64_t begin, int64_t end) {
-    PanelBuffer panel(packed_b_bytes(g_, cg_, tile_cols), ctx.scratch);
+    // In place, a panel for the one short strip a tile may end in.
+    PanelBuffer panel(packed_b_bytes(g_, cg_, in_place ? nr : tile_cols), ctx.scratch);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t tile = item % tiles, grp = (item / tiles) % group_, n = item / tiles / group_;
       const int64_t p0 = tile * tile_cols, cols = std::min(tile_cols, s - p0);
@@ -561,13 +562,12 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
             g_, win,
             padded.data() + (n * x.channels() + grp * cg_) * ext_vol * static_cast<int64_t>(es),
             ext, cg_, tap_pairs_, cols, index.data(), panel.data(), row.data());
-        packed = rest;
       } else if (rest != packed) {
         column_runs(win, p0, cols, nr, runs);
         pack_im2col_runs(g_, win, x, n, grp * cg_, cg_, tap_pairs_, cols, runs, panel.data(),
                          scratch.data());
-        packed = rest;
       }
+      packed = rest;
       const int64_t mb_end = std::min(mblocks, (ms + 1) * mchunk);
       for (int64_t w0 = ms * mchunk; w0 < mb_end; w0 += wblocks) {
         const int64_t w1 = std::min(mb_end, w0 + wblocks);

@@ -100,7 +100,7 @@ inline void with_rows(size_t mr, F&& f) {
 
 /// The B rows a step reads lie at offsets the hardware prefetchers do not follow (taps of
 /// several input rows, planes and, with strides, phase planes), so AVX-512 tiles ask for the
-/// rows of the step kPrefetchSteps ahead: the lines an unaligned row of NR floats can span.
+/// rows of the step kPrefetchSteps ahead: the lines an unaligned row of NR values of B can span.
 /// conv_bench, f32 and f16 storage on AVX-512, one thread, alternated with the tile without it
 /// (Intel Xeon with AVX-512): stride-2 3x3x3 convolutions 48-96 -> 66-113 GFLOP/s (+15 to +40%),
 /// unit-stride ones -3 to +8% (12 -> 12 at 48^3 the one below), ConvTranspose unchanged. Short k
