@@ -468,10 +468,11 @@ TEST_P(ConvLoweringTest, DegenerateWindowsMatchReference) {
     for (DType t : {DType::f32, DType::f16}) check(c, t, GetParam(), nullptr, rng);
 }
 
-// Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating the pool.
+// Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating a pool of
+// `threads` with none.
 template <class Make>
-void check_random_cases(int count, uint32_t seed, Path path, Make make) {
-  ThreadPool pool(2);
+void check_random_cases(int count, uint32_t seed, Path path, Make make, int threads = 2) {
+  ThreadPool pool(threads);
   std::mt19937 rng(seed);
   int done = 0;
   for (int attempt = 0; done < count && attempt < 1000; ++attempt) {
@@ -526,6 +527,33 @@ TEST_P(ConvLoweringTest, SlabRingsMatchReference) {
     check_random_cases(20, 29, GetParam(), [](std::mt19937& r, int attempt) {
       return random_conv(r, 3 - attempt % 2);
     });
+  }
+}
+
+// With planes enough, each thread takes its own range of output planes through a ring of its
+// own (conv_direct.cpp, `owned`): inputs 16 to 40 planes deep on two and three threads, with
+// the default budget (slabs of many planes) and one of 24 KiB (rings that wrap every few
+// planes), random attributes, batches, groups, activations and residuals.
+TEST_P(ConvLoweringTest, ThreadRangesMatchReference) {
+  for (int64_t budget : {int64_t{2} << 20, int64_t{24} << 10}) {
+    struct RestoreBudget {
+      int64_t bytes;
+      ~RestoreBudget() { ConvGemm::set_slab_budget(bytes); }
+    } restore{ConvGemm::set_slab_budget(budget)};
+    for (int threads : {2, 3})
+      check_random_cases(
+          8, 37 + static_cast<uint32_t>(threads), GetParam(),
+          [](std::mt19937& rng, int attempt) {
+            ConvCase c = random_conv(rng, 3);
+            c.x[2] = std::uniform_int_distribution<int64_t>(16, 40)(rng);
+            if (attempt % 2 == 1) {
+              c.op = "FusedConv";
+              c.residual = attempt % 4 == 1;
+              c.activation = "LeakyRelu";
+            }
+            return c;
+          },
+          threads);
   }
 }
 
