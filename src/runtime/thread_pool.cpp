@@ -28,7 +28,7 @@ bool spin_until(Done done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -48,11 +48,12 @@ void ThreadPool::drain(const std::function<void(int64_t, int64_t)>& fn, int64_t 
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* fn;
     int64_t n, chunk;
+    bool ranges;
     spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(m_);
@@ -63,9 +64,16 @@ void ThreadPool::worker_loop() {
       fn = fn_;
       n = n_;
       chunk = chunk_;
+      ranges = ranges_;
     }
     // The job's owner waits for active_ to drop to zero, so fn stays valid while we run it.
-    if (fn) drain(*fn, n, chunk);
+    if (fn && ranges) {
+      const int64_t t = size(), b = n * index / t, e = n * (index + 1) / t;
+      if (e > b) (*fn)(b, e);
+      next_.fetch_add(1);
+    } else if (fn) {
+      drain(*fn, n, chunk);
+    }
     {
       std::lock_guard<std::mutex> lock(m_);
       --active_;
@@ -99,6 +107,33 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   done_.wait(lock, [&] { return active_ == 0 && next_.load() >= n_; });
   fn_ = nullptr;
   n_ = 0;
+}
+
+void ThreadPool::parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (workers_.empty() || !busy.owns_lock()) {
+    fn(0, n);
+    return;
+  }
+  const int64_t t = size();
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    fn_ = &fn;
+    n_ = n;
+    ranges_ = true;
+    next_.store(0);
+    ++generation_;
+  }
+  wake_.notify_all();
+  if (n / t > 0) fn(0, n / t);
+  // Every worker runs its range: wait until all have (next_ counts them).
+  spin_until([&] { return next_.load(std::memory_order_acquire) == t - 1; });
+  std::unique_lock<std::mutex> lock(m_);
+  done_.wait(lock, [&] { return next_.load() == t - 1 && active_ == 0; });
+  fn_ = nullptr;
+  n_ = 0;
+  ranges_ = false;
 }
 
 }  // namespace voxrt

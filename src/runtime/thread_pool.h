@@ -30,9 +30,13 @@ class ThreadPool {
   /// Session runs), the work runs on the calling thread alone.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t max_chunk = 0);
+  /// Calls fn(begin, end) once per thread on [t * n / size(), (t + 1) * n / size()), thread t
+  /// (0: the caller) always taking the t-th range, so successive calls over the same rows keep
+  /// each row on one core.
+  void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  void worker_loop();
+  void worker_loop(int index);
   void drain(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk);
 
   std::vector<std::thread> workers_;
@@ -41,6 +45,7 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
+  bool ranges_ = false;  // the job is parallel_ranges'
   std::atomic<int64_t> next_{0};
   std::atomic<int> active_{0};        // changed under m_; read by the spinning caller
   std::atomic<uint64_t> generation_{0};  // changed under m_; read by spinning workers

@@ -27,6 +27,18 @@ inline void split_items(ThreadPool* pool, int64_t n,
     fn(0, n);
 }
 
+/// fn(begin, end) over items [0, n), thread t of the pool always taking the t-th of size()
+/// contiguous ranges (ThreadPool::parallel_ranges), or the calling thread all of them: for work
+/// whose items follow the rows of the activations, so that layer after layer each core reads
+/// the rows it wrote.
+inline void split_ranges(ThreadPool* pool, int64_t n,
+                         const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool && n > 1)
+    pool->parallel_ranges(n, fn);
+  else
+    fn(0, n);
+}
+
 /// fn(begin, end) over [0, n) in tasks of exactly `chunk` elements (the last shorter), on the
 /// pool when there is one: streaming kernels, whose chunk sizes bound their cache footprint.
 template <class F>

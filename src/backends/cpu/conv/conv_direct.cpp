@@ -609,7 +609,11 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   if (per_thread) {
     // Items (batch item, group, output plane, band), each filled and computed by one thread.
     const int64_t per_group = win.out[0] * n_bands;
-    parallel(n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
+    // Thread t always takes the t-th range of items, so the next layer's bands over the same
+    // rows find them in its core's cache: unet2d on two threads, `voxrt bench`, six
+    // alternations, 4.38 / 4.36 / 4.37 / 4.34 / 4.35 / 4.29 ms with items dealt to whichever
+    // thread came for them, 4.30 / 4.35 / 4.24 / 4.24 / 4.23 / 4.23 with ranges.
+    split_ranges(pool, n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
@@ -701,9 +705,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
 
   if (owned) {
-    // Items (batch item, group, depth range), one range per thread.
+    // Items (batch item, group, depth range), one range per thread, range t on thread t.
     const int64_t ranges = threads;
-    parallel(n_batch * group_ * ranges, [&](int64_t begin, int64_t end) {
+    split_ranges(pool, n_batch * group_ * ranges, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
       for (int64_t item = begin; item < end; ++item) {
