@@ -28,6 +28,7 @@ bool spin_until(Done done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
+  claimed_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(std::max(threads, 1)));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -45,6 +46,17 @@ void ThreadPool::drain(const std::function<void(int64_t, int64_t)>& fn, int64_t 
     int64_t begin = next_.fetch_add(chunk);
     if (begin >= n) return;
     fn(begin, std::min(n, begin + chunk));
+  }
+}
+
+void ThreadPool::drain_ranges(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int own) {
+  const int t = size();
+  for (int k = 0; k < t; ++k) {
+    const int r = (own + k) % t;
+    if (claimed_[static_cast<size_t>(r)].exchange(true, std::memory_order_acq_rel)) continue;
+    const int64_t b = n * r / t, e = n * (r + 1) / t;
+    if (e > b) fn(b, e);
+    next_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
 
@@ -68,9 +80,7 @@ void ThreadPool::worker_loop(int index) {
     }
     // The job's owner waits for active_ to drop to zero, so fn stays valid while we run it.
     if (fn && ranges) {
-      const int64_t t = size(), b = n * index / t, e = n * (index + 1) / t;
-      if (e > b) (*fn)(b, e);
-      next_.fetch_add(1);
+      drain_ranges(*fn, n, index);
     } else if (fn) {
       drain(*fn, n, chunk);
     }
@@ -116,9 +126,10 @@ void ThreadPool::parallel_ranges(int64_t n, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
-  const int64_t t = size();
+  const int t = size();
   {
     std::lock_guard<std::mutex> lock(m_);
+    for (int r = 0; r < t; ++r) claimed_[static_cast<size_t>(r)].store(false);
     fn_ = &fn;
     n_ = n;
     ranges_ = true;
@@ -126,11 +137,14 @@ void ThreadPool::parallel_ranges(int64_t n, const std::function<void(int64_t, in
     ++generation_;
   }
   wake_.notify_all();
-  if (n / t > 0) fn(0, n / t);
-  // Every worker runs its range: wait until all have (next_ counts them).
-  spin_until([&] { return next_.load(std::memory_order_acquire) == t - 1; });
+  drain_ranges(fn, n, 0);
+  // next_ counts the ranges done; workers still inside (active_) may only be looking for one.
+  spin_until([&] {
+    return next_.load(std::memory_order_acquire) == t &&
+           active_.load(std::memory_order_acquire) == 0;
+  });
   std::unique_lock<std::mutex> lock(m_);
-  done_.wait(lock, [&] { return next_.load() == t - 1 && active_ == 0; });
+  done_.wait(lock, [&] { return next_.load() == t && active_ == 0; });
   fn_ = nullptr;
   n_ = 0;
   ranges_ = false;

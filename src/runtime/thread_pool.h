@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,14 +31,17 @@ class ThreadPool {
   /// Session runs), the work runs on the calling thread alone.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t max_chunk = 0);
-  /// Calls fn(begin, end) once per thread on [t * n / size(), (t + 1) * n / size()), thread t
-  /// (0: the caller) always taking the t-th range, so successive calls over the same rows keep
-  /// each row on one core.
+  /// Calls fn(begin, end) on each of size() ranges [t * n / size(), (t + 1) * n / size()) that
+  /// is not empty, thread t (0: the caller) taking the t-th range first, so successive calls
+  /// over the same rows keep each row on one core. A thread done with its own range takes any
+  /// range not yet begun, so a thread the system has not scheduled delays nothing.
   void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   void worker_loop(int index);
   void drain(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk);
+  // Runs range `own` of a parallel_ranges job if unclaimed, then every other unclaimed one.
+  void drain_ranges(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int own);
 
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the parallel_for in flight
@@ -46,6 +50,7 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
   bool ranges_ = false;  // the job is parallel_ranges'
+  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per range of such a job: begun
   std::atomic<int64_t> next_{0};
   std::atomic<int> active_{0};        // changed under m_; read by the spinning caller
   std::atomic<uint64_t> generation_{0};  // changed under m_; read by spinning workers

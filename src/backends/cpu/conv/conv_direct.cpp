@@ -609,10 +609,10 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   if (per_thread) {
     // Items (batch item, group, output plane, band), each filled and computed by one thread.
     const int64_t per_group = win.out[0] * n_bands;
-    // Thread t always takes the t-th range of items, so the next layer's bands over the same
-    // rows find them in its core's cache: unet2d on two threads, `voxrt bench`, six
-    // alternations, 4.38 / 4.36 / 4.37 / 4.34 / 4.35 / 4.29 ms with items dealt to whichever
-    // thread came for them, 4.30 / 4.35 / 4.24 / 4.24 / 4.23 / 4.23 with ranges.
+    // Thread t takes the t-th range of items first, so the next layer's bands over the same
+    // rows find them in its core's cache: unet2d on two threads, `voxrt bench`, four
+    // alternations, 4.25 / 4.28 / 4.20 / 4.23 ms with items dealt to whichever thread came for
+    // them, 4.13 / 4.13 / 4.14 / 4.14 with ranges.
     split_ranges(pool, n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
