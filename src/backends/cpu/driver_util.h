@@ -27,10 +27,10 @@ inline void split_items(ThreadPool* pool, int64_t n,
     fn(0, n);
 }
 
-/// fn(begin, end) over items [0, n), thread t of the pool always taking the t-th of size()
-/// contiguous ranges (ThreadPool::parallel_ranges), or the calling thread all of them: for work
-/// whose items follow the rows of the activations, so that layer after layer each core reads
-/// the rows it wrote.
+/// fn(begin, end) over items [0, n) in size() contiguous ranges, thread t of the pool taking the
+/// t-th first (ThreadPool::parallel_ranges), or the calling thread all of them: for work whose
+/// items follow the rows of the activations, so that layer after layer each core reads the rows
+/// it wrote.
 inline void split_ranges(ThreadPool* pool, int64_t n,
                          const std::function<void(int64_t, int64_t)>& fn) {
   if (pool && n > 1)
