@@ -469,9 +469,10 @@ TEST_P(ConvLoweringTest, DegenerateWindowsMatchReference) {
 }
 
 // Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating a pool of
-// `threads` with none.
+// `threads` with none, or with `always_pool` on the pool every time.
 template <class Make>
-void check_random_cases(int count, uint32_t seed, Path path, Make make, int threads = 2) {
+void check_random_cases(int count, uint32_t seed, Path path, Make make, int threads = 2,
+                        bool always_pool = false) {
   ThreadPool pool(threads);
   std::mt19937 rng(seed);
   int done = 0;
@@ -481,7 +482,8 @@ void check_random_cases(int count, uint32_t seed, Path path, Make make, int thre
     std::mt19937 probe_rng(1);
     if (!build(c, DType::f32, probe_rng, probe)) continue;
     ++done;
-    for (DType t : {DType::f32, DType::f16}) check(c, t, path, done % 2 ? &pool : nullptr, rng);
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, path, always_pool || done % 2 ? &pool : nullptr, rng);
   }
   EXPECT_EQ(done, count);
 }
@@ -532,20 +534,22 @@ TEST_P(ConvLoweringTest, SlabRingsMatchReference) {
 
 // With planes enough, each thread takes its own range of output planes through a ring of its
 // own (conv_direct.cpp, `owned`): inputs 16 to 40 planes deep on two and three threads, with
-// the default budget (slabs of many planes) and one of 24 KiB (rings that wrap every few
-// planes), random attributes, batches, groups, activations and residuals.
+// budgets from the default (slabs of many planes) down to a few KiB (rings of the kernel's
+// reach, one output plane a slab, that wrap every plane), random attributes, batches, groups,
+// activations and residuals.
 TEST_P(ConvLoweringTest, ThreadRangesMatchReference) {
-  for (int64_t budget : {int64_t{2} << 20, int64_t{24} << 10}) {
+  for (int64_t budget : {int64_t{2} << 20, int64_t{24} << 10, int64_t{8} << 10, int64_t{3} << 10}) {
     struct RestoreBudget {
       int64_t bytes;
       ~RestoreBudget() { ConvGemm::set_slab_budget(bytes); }
     } restore{ConvGemm::set_slab_budget(budget)};
     for (int threads : {2, 3})
       check_random_cases(
-          8, 37 + static_cast<uint32_t>(threads), GetParam(),
+          10, 37 + static_cast<uint32_t>(threads), GetParam(),
           [](std::mt19937& rng, int attempt) {
             ConvCase c = random_conv(rng, 3);
             c.x[2] = std::uniform_int_distribution<int64_t>(16, 40)(rng);
+            if (attempt % 3 != 0) c.attrs["strides"].is[0] = 1;  // depth enough for 3 ranges
             if (attempt % 2 == 1) {
               c.op = "FusedConv";
               c.residual = attempt % 4 == 1;
@@ -553,7 +557,7 @@ TEST_P(ConvLoweringTest, ThreadRangesMatchReference) {
             }
             return c;
           },
-          threads);
+          threads, true);
   }
 }
 

@@ -418,22 +418,27 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   if (oh % band_rows != 0) band_strips(oh % band_rows, last_strips, last_segs);
 
   // A slab: `slab_out` output planes and the input planes they read, as many as a ring of
-  // `budget` bytes (at fp32 panels and storage) holds.
+  // `budget` bytes (at fp32 panels and storage; `scaled` gives the bytes at this layer's) holds.
   const int64_t plane_bytes = packs * plane * static_cast<int64_t>(bb);
+  auto scaled = [&](int64_t budget) {
+    return budget * static_cast<int64_t>(std::min(member, es)) / 4;
+  };
   auto slab_outs = [&](int64_t budget) {
-    budget = budget * static_cast<int64_t>(std::min(member, es)) / 4;
-    return std::clamp<int64_t>((budget / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1, 1,
-                               win.out[0]);
+    return std::clamp<int64_t>(
+        (scaled(budget) / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1, 1, win.out[0]);
   };
   // With several threads and planes enough, each thread takes its own range of output planes
   // through a ring of its own in its core's L2: the planes a core copies are the ones it reads,
   // and no barrier separates one slab from the next. Otherwise the threads share one ring, a
-  // slab at a time. A range should hold kMinOwnedPlanes planes, and its ring, within the
-  // per-thread budget, the input of two output planes: wider planes would make every thread's
-  // ring exceed the budget, where one shared ring does so once. (At nnU-Net's real size, whose
-  // layers run at 84-86% of two cores' peak either way, the two forms measured within noise.)
+  // slab at a time. A range should hold kMinOwnedPlanes planes, and one output plane's input
+  // (the kernel's reach) should fit the per-thread budget: wider planes would make every
+  // thread's ring exceed it, where one shared ring does so once. Asking for two output planes'
+  // input instead left fp16 storage (rings of half the bytes) on the shared ring at 8 channels
+  // of 96^3: two threads, three alternations, unet3d_bn fp16 81.9 / 81.0 / 80.7 -> 80.0 / 78.9 /
+  // 78.6 ms, nnunet3d fp16 89.0 / 89.6 / 88.3 -> 84.6 / 84.3 / 84.9. (At nnU-Net's real size,
+  // whose layers run at 84-86% of two cores' peak either way, the forms measured within noise.)
   const bool owned = !per_thread && threads > 1 && win.out[0] >= kMinOwnedPlanes * threads &&
-                     slab_outs(slab_per_thread.load()) >= 2;
+                     scaled(slab_per_thread.load()) >= reach * plane_bytes;
   const int64_t slab_out =
       per_thread ? 1
                  : slab_outs(owned ? slab_per_thread.load()
