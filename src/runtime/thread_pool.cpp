@@ -92,31 +92,48 @@ void ThreadPool::worker_loop(int index) {
   }
 }
 
+void ThreadPool::run_job(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk,
+                         bool ranges) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (ranges)
+      for (int r = 0; r < size(); ++r) claimed_[static_cast<size_t>(r)].store(false);
+    fn_ = &fn;
+    n_ = n;
+    chunk_ = chunk;
+    ranges_ = ranges;
+    next_.store(0);
+    ++generation_;
+  }
+  wake_.notify_all();
+  if (ranges)
+    drain_ranges(fn, n, 0);
+  else
+    drain(fn, n, chunk);
+  // Done when every chunk is claimed (next_ counts claims) or every range run (next_ counts
+  // ranges done) and no worker is inside: workers that woke late find no work left and leave.
+  auto done = [&] {
+    return (ranges ? next_.load() == size() : next_.load() >= n) && active_.load() == 0;
+  };
+  spin_until(done);
+  std::unique_lock<std::mutex> lock(m_);
+  done_.wait(lock, done);
+  fn_ = nullptr;
+  n_ = 0;
+  ranges_ = false;
+}
+
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                               int64_t max_chunk) {
   if (n <= 0) return;
-  int64_t chunk = max_chunk > 0 ? max_chunk : std::max<int64_t>(1, (n + size() * 4 - 1) / (size() * 4));
+  int64_t chunk =
+      max_chunk > 0 ? max_chunk : std::max<int64_t>(1, (n + size() * 4 - 1) / (size() * 4));
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (workers_.empty() || n <= chunk || !busy.owns_lock()) {
     for (int64_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk));
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    fn_ = &fn;
-    n_ = n;
-    chunk_ = chunk;
-    next_.store(0);
-    ++generation_;
-  }
-  wake_.notify_all();
-  drain(fn, n, chunk);
-  spin_until([&] { return active_.load(std::memory_order_acquire) == 0; });
-  std::unique_lock<std::mutex> lock(m_);
-  // Workers that woke late find no work left and leave at once; wait until none is inside.
-  done_.wait(lock, [&] { return active_ == 0 && next_.load() >= n_; });
-  fn_ = nullptr;
-  n_ = 0;
+  run_job(fn, n, chunk, false);
 }
 
 void ThreadPool::parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
@@ -126,28 +143,7 @@ void ThreadPool::parallel_ranges(int64_t n, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
-  const int t = size();
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    for (int r = 0; r < t; ++r) claimed_[static_cast<size_t>(r)].store(false);
-    fn_ = &fn;
-    n_ = n;
-    ranges_ = true;
-    next_.store(0);
-    ++generation_;
-  }
-  wake_.notify_all();
-  drain_ranges(fn, n, 0);
-  // next_ counts the ranges done; workers still inside (active_) may only be looking for one.
-  spin_until([&] {
-    return next_.load(std::memory_order_acquire) == t &&
-           active_.load(std::memory_order_acquire) == 0;
-  });
-  std::unique_lock<std::mutex> lock(m_);
-  done_.wait(lock, [&] { return next_.load() == t && active_ == 0; });
-  fn_ = nullptr;
-  n_ = 0;
-  ranges_ = false;
+  run_job(fn, n, 1, true);
 }
 
 }  // namespace voxrt

@@ -40,6 +40,9 @@ class ThreadPool {
  private:
   void worker_loop(int index);
   void drain(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk);
+  // Publishes a job to the workers, takes part in it, and returns when it is done.
+  void run_job(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk,
+               bool ranges);
   // Runs range `own` of a parallel_ranges job if unclaimed, then every other unclaimed one.
   void drain_ranges(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int own);
 

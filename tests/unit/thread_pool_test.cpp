@@ -28,25 +28,6 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
   }
 }
 
-// Concurrent callers (Session runs from several threads) each get all their work done.
-TEST(ThreadPool, ConcurrentCallersEachFinish) {
-  ThreadPool pool(2);
-  std::vector<int64_t> sums(4, 0);
-  std::vector<std::thread> callers;
-  for (int c = 0; c < 4; ++c)
-    callers.emplace_back([&, c] {
-      for (int rep = 0; rep < 200; ++rep) {
-        std::atomic<int64_t> sum{0};
-        pool.parallel_for(100, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) sum += i;
-        });
-        sums[static_cast<size_t>(c)] += sum.load();
-      }
-    });
-  for (auto& t : callers) t.join();
-  for (int64_t s : sums) EXPECT_EQ(s, 200 * 4950);
-}
-
 // parallel_ranges calls fn once on each non-empty range [t * n / size(), (t + 1) * n / size()):
 // with a trivial fn the caller often finishes its own range before a worker wakes and takes the
 // worker's too (a range not yet begun), which must neither skip nor repeat one.
@@ -114,27 +95,30 @@ TEST(ThreadPool, RangesStayOnTheirThreads) {
   }
 }
 
-// Concurrent callers mixing both kinds of job each get all their work done.
-TEST(ThreadPool, ConcurrentRangesAndChunksFinish) {
-  ThreadPool pool(3);
-  std::vector<int64_t> sums(4, 0);
-  std::vector<std::thread> callers;
-  for (int c = 0; c < 4; ++c)
-    callers.emplace_back([&, c] {
-      for (int rep = 0; rep < 200; ++rep) {
-        std::atomic<int64_t> sum{0};
-        auto add = [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) sum += i;
-        };
-        if ((rep + c) % 2)
-          pool.parallel_ranges(100, add);
-        else
-          pool.parallel_for(100, add);
-        sums[static_cast<size_t>(c)] += sum.load();
-      }
-    });
-  for (auto& t : callers) t.join();
-  for (int64_t s : sums) EXPECT_EQ(s, 200 * 4950);
+// Concurrent callers (Session runs from several threads), with both kinds of job, each get all
+// their work done.
+TEST(ThreadPool, ConcurrentCallersEachFinish) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<int64_t> sums(4, 0);
+    std::vector<std::thread> callers;
+    for (int c = 0; c < 4; ++c)
+      callers.emplace_back([&, c] {
+        for (int rep = 0; rep < 200; ++rep) {
+          std::atomic<int64_t> sum{0};
+          auto add = [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) sum += i;
+          };
+          if ((rep + c) % 2)
+            pool.parallel_ranges(100, add);
+          else
+            pool.parallel_for(100, add);
+          sums[static_cast<size_t>(c)] += sum.load();
+        }
+      });
+    for (auto& t : callers) t.join();
+    for (int64_t s : sums) EXPECT_EQ(s, 200 * 4950);
+  }
 }
 
 }  // namespace
