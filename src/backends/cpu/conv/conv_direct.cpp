@@ -710,7 +710,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
 
   if (owned) {
-    // Items (batch item, group, depth range), one range per thread, range t on thread t.
+    // Items (batch item, group, depth range), `threads` depth ranges per batch item and group;
+    // a thread takes a run of items (with one batch item and group, range t on thread t).
     const int64_t ranges = threads;
     split_ranges(pool, n_batch * group_ * ranges, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
