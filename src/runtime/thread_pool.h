@@ -34,7 +34,8 @@ class ThreadPool {
   /// Calls fn(begin, end) on each of size() ranges [t * n / size(), (t + 1) * n / size()) that
   /// is not empty, thread t (0: the caller) taking the t-th range first, so successive calls
   /// over the same rows keep each row on one core. A thread done with its own range takes any
-  /// range not yet begun, so a thread the system has not scheduled delays nothing.
+  /// range not yet begun, so a thread the system has not scheduled delays the job only if it
+  /// had begun its range.
   void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
