@@ -46,6 +46,10 @@ std::vector<ConvCase> cases() {
       // nnU-Net's two deepest stages at 128^3 (320 channels at 8^3 and 4^3).
       {"conv3x3x3_320to320_8", "Conv", cube(8, 320), k3(320, 320), p1, {}, {}},
       {"conv3x3x3_320to320_4", "Conv", cube(4, 320), k3(320, 320), p1, {}, {}},
+      // nnU-Net's full-resolution stage on anisotropic scans (thin slabs of wide planes).
+      {"conv3x3x3_32to32_20x256x224", "Conv", Shape{1, 32, 20, 256, 224}, k3(32, 32), p1, {}, {}},
+      {"conv3x3x3_32to32_128", "Conv", cube(128, 32), k3(32, 32), p1, {}, {}},
+      {"conv3x3x3_64to64_64", "Conv", cube(64, 64), k3(64, 64), p1, {}, {}},
       {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}, {}},
       {"conv3x3x3_4to32_96_first", "Conv", cube(96, 4), k3(32, 4), p1, {}, {}},
       {"conv3x3x3_s2_1to8_96_first", "Conv", cube(96, 1), k3(8, 1), p1, {2, 2, 2}, {}},  // MONAI

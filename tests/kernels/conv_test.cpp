@@ -561,6 +561,48 @@ TEST_P(ConvLoweringTest, ThreadRangesMatchReference) {
   }
 }
 
+// 3D layers whose planes are wide against the per-thread slab budget (their reach of planes past
+// four budgets) run band by band, each band's planes through the ring: shared by the threads,
+// or at 24 and 32 KiB one per thread. Even and uneven bands, strides, dilation, groups, a batch
+// and a residual; fp32 and fp16, on pools of two and three threads and on none.
+TEST_P(ConvLoweringTest, WidePlanesInBandsMatchReference) {
+  if (GetParam().isa == Isa::scalar) GTEST_SKIP() << "the band logic is ISA-independent";
+  std::vector<ConvCase> v(5);
+  v[0].x = {1, 3, 20, 60, 58};
+  v[0].w = {5, 3, 3, 3, 3};
+  v[0].ints("pads", {1, 1, 1, 1, 1, 1});
+  v[1].x = {2, 2, 18, 64, 50};
+  v[1].w = {4, 2, 3, 3, 3};
+  v[1].ints("pads", {1, 1, 1, 1, 1, 1}).ints("strides", {1, 2, 1});
+  v[2].x = {1, 4, 17, 49, 61};
+  v[2].w = {6, 2, 3, 3, 3};
+  v[2].ints("pads", {1, 2, 2, 1, 2, 2}).ints("dilations", {1, 2, 2}).i("group", 2);
+  v[3].op = "FusedConv";
+  v[3].residual = true;
+  v[3].activation = "Relu";
+  v[3].x = {1, 3, 24, 70, 45};
+  v[3].w = {7, 3, 3, 3, 3};
+  v[3].ints("pads", {1, 1, 1, 1, 1, 1});
+  v[4].x = {1, 2, 30, 56, 56};
+  v[4].w = {3, 2, 3, 3, 3};
+  v[4].ints("pads", {1, 1, 1, 1, 1, 1}).ints("strides", {2, 2, 2});
+  std::mt19937 rng(71);
+  ThreadPool two(2), three(3);
+  for (int64_t budget : {int64_t{16} << 10, int64_t{24} << 10, int64_t{32} << 10}) {
+    struct RestoreBudget {
+      int64_t bytes;
+      ~RestoreBudget() { ConvGemm::set_slab_budget(bytes); }
+    } restore{ConvGemm::set_slab_budget(budget)};
+    int k = 0;
+    for (const ConvCase& c : v) {
+      ThreadPool* pool = k % 3 == 0 ? &two : k % 3 == 1 ? &three : nullptr;
+      check(c, k % 2 ? DType::f16 : DType::f32, GetParam(), pool, rng);
+      check(c, k % 2 ? DType::f32 : DType::f16, GetParam(), pool ? pool : &two, rng);
+      ++k;
+    }
+  }
+}
+
 TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
   check_random_cases(40, 9, GetParam(), [](std::mt19937& rng, int attempt) {
     ConvCase c = random_conv_transpose(rng, 1 + attempt % 3);

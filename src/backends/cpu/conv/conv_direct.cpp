@@ -41,7 +41,15 @@ std::atomic<int64_t> slab_per_thread{kSlabPerThread};
 // one buffer both threads fill and read (copying did not scale, and each core read lines the
 // other had just written).
 constexpr int64_t kBandBudget = 512 << 10;
-// Bands per thread to aim for, and the fewest output rows a band is cut to for that.
+// A 3D layer whose reach of whole padded planes exceeds this many per-thread slab budgets runs in
+// bands of rows (each band's planes through the ring). nnU-Net's full-resolution stage on
+// anisotropic scans, 32 -> 32 channels at 20x256x224 (22 MB of planes), `conv_bench` on Zen 5,
+// two runs: one thread 136 / 162 -> 198 / 195 GFLOP/s, two 322 / 321 -> 370 / 377; fp16
+// storage 180 / 187 -> 197 / 192 and 331 / 329 -> 377 / 384. Bands at any reach past one budget
+// were 2-8% slower at 32 channels of 96^3 and 128^3 and 64 of 64^3 (3.3-6.5 MB; two bands or
+// more each restart the ring and copy the rows between them twice), so those keep whole planes.
+constexpr int64_t kBandsAbove = 4;
+// (2D) Bands per thread to aim for, and the fewest output rows a band is cut to for that.
 constexpr int64_t kBandsPerThread = 4;
 constexpr int64_t kMinBandRows = 8;
 // Below this share of useful lanes the packed path (conv_gemm.cpp) is used instead.
@@ -371,10 +379,11 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const int64_t sz = win.stride[0], reach = (win.kernel[0] - 1) * win.dilation[0] + 1;
 
   // A band: `rows` output rows of a plane and the padded rows they read, band_ylen(rows) per
-  // phase. With a kernel deeper than one, every plane is one band and slabs of planes are
-  // shared by the threads. A kernel one deep (2D convolutions) needs one input plane per output
-  // plane: each thread then takes whole bands, copying the input rows it computes from into
-  // its own buffer small enough for L2, so nothing it writes is read by another core.
+  // phase. With a kernel deeper than one, a plane is one band unless planes are wide
+  // (kBandsAbove), and slabs of planes (of a band) pass through a ring. A kernel one deep (2D
+  // convolutions) needs one input plane per output plane: each thread then takes whole bands,
+  // copying the input rows it computes from into its own buffer small enough for L2, so nothing
+  // it writes is read by another core.
   const int64_t oh = win.out[1], ow = win.out[2];
   const int64_t reach_y = (win.kernel[1] - 1) * win.dilation[1] + 1;
   const bool per_thread = reach == 1;
@@ -384,16 +393,33 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   auto band_bytes = [&](int64_t rows) {
     return packs * reach * sy * px * band_ylen(rows) * xlen * static_cast<int64_t>(bb);
   };
-  int64_t band_rows = oh;
-  if (per_thread) {
-    int64_t lo = 1, hi = oh;  // the most rows within the budget, at least one
+  // Bytes at fp32 panels and storage, given in those of this layer's.
+  auto scaled = [&](int64_t budget) {
+    return budget * static_cast<int64_t>(std::min(member, es)) / 4;
+  };
+  // The most output rows, at least `least`, whose band reads at most `budget` bytes.
+  auto rows_within = [&](int64_t budget, int64_t least) {
+    int64_t lo = std::min(least, oh), hi = oh;
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
-      if (band_bytes(mid) <= kBandBudget)
+      if (band_bytes(mid) <= budget)
         lo = mid;
       else
         hi = mid - 1;
     }
+    return lo;
+  };
+  int64_t band_rows = oh;
+  const int64_t slab_budget = slab_per_thread.load();
+  if (!per_thread && band_bytes(oh) > kBandsAbove * slab_budget) {
+    // Wide planes (a kernel deeper than one whose reach of whole planes exceeds kBandsAbove
+    // per-thread budgets): band by band, each band's planes through the ring, as many rows as
+    // the per-thread budget holds, so that a thread's ring fits its core's L2 and each thread
+    // may own one.
+    const int64_t rows = rows_within(scaled(slab_budget), kMinBandRows);
+    band_rows = ceil_div(oh, ceil_div(oh, rows));  // bands of even size
+  } else if (per_thread) {
+    const int64_t lo = rows_within(kBandBudget, 1);
     // Enough bands to keep every thread busy, unless that makes them thin.
     const int64_t planes_total = n_batch * group_ * win.out[0];
     const int64_t want = ceil_div(kBandsPerThread * threads, planes_total);
@@ -421,9 +447,6 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // A slab: `slab_out` output planes and the input planes they read, as many as a ring of
   // `budget` bytes (at fp32 panels and storage; `scaled` gives the bytes at this layer's) holds.
   const int64_t plane_bytes = packs * plane * static_cast<int64_t>(bb);
-  auto scaled = [&](int64_t budget) {
-    return budget * static_cast<int64_t>(std::min(member, es)) / 4;
-  };
   auto slab_outs = [&](int64_t budget) {
     return std::clamp<int64_t>(
         (scaled(budget) / std::max<int64_t>(1, plane_bytes) - reach) / sz + 1, 1, win.out[0]);
@@ -439,11 +462,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // 78.6 ms, nnunet3d fp16 89.0 / 89.6 / 88.3 -> 84.6 / 84.3 / 84.9. (At nnU-Net's real size,
   // whose layers run at 84-86% of two cores' peak either way, the forms measured within noise.)
   const bool owned = !per_thread && threads > 1 && win.out[0] >= kMinOwnedPlanes * threads &&
-                     scaled(slab_per_thread.load()) >= reach * plane_bytes;
+                     scaled(slab_budget) >= reach * plane_bytes;
   const int64_t slab_out =
-      per_thread ? 1
-                 : slab_outs(owned ? slab_per_thread.load()
-                                   : std::min(kSlabMax, slab_per_thread.load() * threads));
+      per_thread ? 1 : slab_outs(owned ? slab_budget : std::min(kSlabMax, slab_budget * threads));
   const int64_t slab_planes = (slab_out - 1) * sz + reach, chan = slab_planes * plane;
 
   std::vector<int64_t> offsets(static_cast<size_t>(steps));
@@ -645,13 +666,12 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     return true;
   }
 
-  const Band band = band_at(0);
-  const int64_t n_strips = static_cast<int64_t>(strips.size());
   // Output planes [z_begin, z_end) of batch item n, group grp, slab by slab through the ring at
   // `padded`; `shared`: the pool splits each slab's fills and computes (a barrier after each),
   // else the calling thread does them all.
-  auto run_ring = [&](int64_t n, int64_t grp, int64_t z_begin, int64_t z_end, uint8_t* padded,
-                      uint8_t* widened, bool shared) {
+  auto run_ring = [&](int64_t n, int64_t grp, const Band& band, int64_t z_begin, int64_t z_end,
+                      uint8_t* padded, uint8_t* widened, bool shared) {
+    const int64_t n_strips = static_cast<int64_t>(band.strips->size());
     auto run = [&](int64_t count, const std::function<void(int64_t, int64_t)>& fn) {
       if (shared)
         parallel(count, fn);
@@ -695,7 +715,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
             const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
                           oz = z0 + item / msplit / n_strips;
             const int64_t mb0 = w0 + ms * mchunk, s0 = first_slot(oz);
-            const int64_t q = strips[static_cast<size_t>(st)].q;
+            const int64_t q = (*band.strips)[static_cast<size_t>(st)].q;
             if (wraps(s0))
               compute(n, grp, oz, band, st, padded + q * static_cast<int64_t>(bb),
                       wrapped[static_cast<size_t>(s0)].data(), mb0, std::min(w1, mb0 + mchunk),
@@ -712,15 +732,17 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
 
   if (owned) {
     // Items (batch item, group, depth range), `threads` depth ranges per batch item and group;
-    // a thread takes a run of items (with one batch item and group, range t on thread t).
+    // a thread takes a run of items (with one batch item and group, range t on thread t), each
+    // band by band.
     const int64_t ranges = threads;
     split_ranges(pool, n_batch * group_ * ranges, [&](int64_t begin, int64_t end) {
       BufferSlots::Lease buf(slots);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
       for (int64_t item = begin; item < end; ++item) {
         const int64_t n = item / (group_ * ranges), grp = item / ranges % group_, r = item % ranges;
-        run_ring(n, grp, win.out[0] * r / ranges, win.out[0] * (r + 1) / ranges, buf.data(),
-                 widened.data(), false);
+        for (int64_t y0 = 0; y0 < oh; y0 += band_rows)
+          run_ring(n, grp, band_at(y0), win.out[0] * r / ranges, win.out[0] * (r + 1) / ranges,
+                   buf.data(), widened.data(), false);
       }
     });
     return true;
@@ -728,7 +750,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp)
-      run_ring(n, grp, 0, win.out[0], slots.data(0), widened.data(), true);
+      for (int64_t y0 = 0; y0 < oh; y0 += band_rows)
+        run_ring(n, grp, band_at(y0), 0, win.out[0], slots.data(0), widened.data(), true);
   return true;
 }
 
