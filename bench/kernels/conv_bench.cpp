@@ -38,6 +38,8 @@ std::vector<ConvCase> cases() {
       {"conv3x3x3_8to8_96", "Conv", cube(96, 8), k3(8, 8), p1, {}, {}},
       {"conv3x3x3_6to6_96", "Conv", cube(96, 6), k3(6, 6), p1, {}, {}},
       {"conv3x3x3_12to12_48", "Conv", cube(48, 12), k3(12, 12), p1, {}, {}},
+      // unet3d_resize's last decoder layer: the upsampled 12 channels and the skip's 6 in.
+      {"conv3x3x3_18to6_96", "Conv", cube(96, 18), k3(6, 18), p1, {}, {}},
       {"conv3x3x3_64to64_24", "Conv", cube(24, 64), k3(64, 64), p1, {}, {}},
       // The deep levels of MONAI's UNet at the spleen bundle's size (channels 16 to 256).
       {"conv3x3x3_64to64_12", "Conv", cube(12, 64), k3(64, 64), p1, {}, {}},

@@ -455,14 +455,20 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // through a ring of its own in its core's L2: the planes a core copies are the ones it reads,
   // and no barrier separates one slab from the next. Otherwise the threads share one ring, a
   // slab at a time. A range should hold kMinOwnedPlanes planes, and one output plane's input
-  // (the kernel's reach) should fit the per-thread budget: wider planes would make every
-  // thread's ring exceed it, where one shared ring does so once. Asking for two output planes'
-  // input instead left fp16 storage (rings of half the bytes) on the shared ring at 8 channels
-  // of 96^3: two threads, three alternations, unet3d_bn fp16 81.9 / 81.0 / 80.7 -> 80.0 / 78.9 /
-  // 78.6 ms, nnunet3d fp16 89.0 / 89.6 / 88.3 -> 84.6 / 84.3 / 84.9. (At nnU-Net's real size,
-  // whose layers run at 84-86% of two cores' peak either way, the forms measured within noise.)
+  // (the kernel's reach) should fit the per-thread budget at the ring's own bytes: wider planes
+  // would make every thread's ring exceed it, where one shared ring does so once. Asking for two
+  // output planes' input instead left fp16 storage on the shared ring at 8 channels of 96^3 (Intel
+  // Xeon, two threads, three alternations: unet3d_bn fp16 81.9 / 81.0 / 80.7 -> 80.0 / 78.9 /
+  // 78.6 ms, nnunet3d fp16 89.0 / 89.6 / 88.3 -> 84.6 / 84.3 / 84.9); asking for it within the
+  // budget scaled down for fp16 storage left 16 and 18 channels of 96^3 shared, where each core
+  // read planes the other had just widened: Zen 5, conv_bench two threads, 18 -> 6 fp16 27.9 ->
+  // 17.3 ms, 16 -> 16 44.3 -> 35.8; `voxrt bench`, three alternations, unet3d_resize fp16 68.1 /
+  // 67.2 / 68.5 -> 56.3 / 55.4 / 55.9 ms, nnunet3d fp16 84.3 / 86.2 / 82.8 -> 73.9 / 74.7 / 74.2,
+  // unet3d_bn fp16 79.4 / 84.0 / 81.0 -> 72.3 / 71.2 / 71.1 (fp32 unchanged; two threads' scratch
+  // 3.1 -> 4.7 MiB, one thread's unchanged). (At nnU-Net's real size, whose layers run at 84-86%
+  // of two cores' peak either way, the forms measured within noise.)
   const bool owned = !per_thread && threads > 1 && win.out[0] >= kMinOwnedPlanes * threads &&
-                     scaled(slab_budget) >= reach * plane_bytes;
+                     slab_budget >= reach * plane_bytes;
   const int64_t slab_out =
       per_thread ? 1 : slab_outs(owned ? slab_budget : std::min(kSlabMax, slab_budget * threads));
   const int64_t slab_planes = (slab_out - 1) * sz + reach, chan = slab_planes * plane;
