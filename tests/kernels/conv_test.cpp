@@ -645,11 +645,12 @@ TEST_P(ConvLoweringTest, LargePlanesInBandsMatchReference) {
 // form (groups or dilation) sums blocks within one work item's budget: MONAI's 3x3x3 stride-2
 // up-convolution made grouped, and an odd stride with dilation (blocks at both ends of the depth
 // drop taps). The gather form pads slabs of input planes within its budget: MONAI's up-conv on
-// planes large enough for several slabs (with bf16 pairs), and a 2D one.
+// planes large enough for several slabs (with bf16 pairs), a 2D one, and MONAI's up-conv deep
+// enough for each of two threads to take its own range of planes through its own slab.
 TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
   ThreadPool pool(2);
   std::mt19937 rng(17);
-  std::vector<ConvCase> v(4);
+  std::vector<ConvCase> v(5);
   for (ConvCase& c : v) c.op = "ConvTranspose";
   v[0].op = "FusedConvTranspose";  // MONAI's up-conv, then PReLU as LeakyRelu
   v[0].activation = "LeakyRelu";
@@ -669,9 +670,20 @@ TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
   v[3].x = {2, 3, 150, 161};
   v[3].w = {3, 4, 3, 3};
   v[3].ints("strides", {2, 2}).ints("pads", {1, 0, 1, 1});
+  v[4].op = "FusedConvTranspose";
+  v[4].activation = "LeakyRelu";
+  v[4].x = {2, 5, 11, 14, 13};
+  v[4].w = {5, 4, 3, 3, 3};
+  v[4].ints("strides", {2, 2, 2}).ints("pads", {1, 1, 1, 1, 1, 1});
+  v[4].ints("output_padding", {1, 0, 1});
   int k = 0;
   for (const ConvCase& c : v) {
     ++k;
+    if (k == 5) {  // on the pool only: with two threads, ranges of their own
+      check(c, DType::f32, GetParam(), &pool, rng);
+      check(c, DType::f16, GetParam(), &pool, rng);
+      continue;
+    }
     if (k == 3) {  // the large one once, where it takes several slabs
       if (GetParam().fpmath == FpMath::bf16) check(c, DType::f16, GetParam(), &pool, rng);
       continue;

@@ -56,14 +56,6 @@ constexpr int64_t kMinBandRows = 8;
 constexpr double kMinLaneUse = 0.5;
 // Width strides above this take the packed path.
 constexpr int64_t kMaxPhases = 8;
-// Output planes a thread's own depth range should hold at least (see `owned` below). Rings of
-// their own against one shared ring, two threads on the Intel Xeon, `voxrt bench`, three
-// alternations: unet3d_monai 19.9 / 19.5 / 19.3 -> 18.0 / 17.8 / 17.6 ms, nnunet3d 100.3 / 99.4
-// / 101.3 -> 96.9 / 96.8 / 98.5, unet3d_resize 70.7 / 69.3 / 69.4 -> 68.0 / 67.3 / 68.1;
-// conv_bench, 3->3 head at 96^3 145-152 -> 196-200 GFLOP/s. The value 4 itself was not tuned
-// against others (a guess that keeps a range's two-plane halo a small share of its copies).
-constexpr int64_t kMinOwnedPlanes = 4;
-
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
@@ -153,43 +145,6 @@ void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* d
     for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * 2, src + j * stride * 2, 2);
   }
 }
-
-// `count` buffers of `bytes` each; a parallel chunk leases a free one for its duration (no more
-// chunks run at once than there are threads, and `count` is the thread count).
-class BufferSlots {
- public:
-  BufferSlots(int64_t count, size_t bytes, ScratchCache* cache)
-      : bytes_(bytes), buffer_(static_cast<size_t>(count) * bytes, cache) {
-    for (int64_t i = count - 1; i >= 0; --i) free_.push_back(i);
-  }
-  uint8_t* data(int64_t i) const { return buffer_.data() + static_cast<size_t>(i) * bytes_; }
-
-  class Lease {
-   public:
-    explicit Lease(BufferSlots& s) : s_(s) {
-      std::lock_guard<std::mutex> lock(s_.m_);
-      i_ = s_.free_.back();
-      s_.free_.pop_back();
-    }
-    ~Lease() {
-      std::lock_guard<std::mutex> lock(s_.m_);
-      s_.free_.push_back(i_);
-    }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    uint8_t* data() const { return s_.data(i_); }
-
-   private:
-    BufferSlots& s_;
-    int64_t i_;
-  };
-
- private:
-  size_t bytes_;
-  PanelBuffer buffer_;
-  std::mutex m_;
-  std::vector<int64_t> free_;
-};
 
 // Where a padded plane's rows go: sy * sx phase planes of `phase_plane` elements (bb bytes each),
 // rows `xlen` elements apart.

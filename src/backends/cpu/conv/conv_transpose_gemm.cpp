@@ -564,11 +564,19 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   const int64_t zb = std::clamp<int64_t>(
       budget / std::max<int64_t>(1, packs * plane * static_cast<int64_t>(bb)) - reach, 1, most[0]);
   const int64_t slab_planes = zb + reach, chan = slab_planes * plane;
+  // With two threads or more and planes enough, each thread takes its own range of output
+  // planes through a slab of its own (ConvGemm::run_direct's owned rings): the planes a core
+  // copies are the ones it reads, with no barrier between slabs. Otherwise the threads share
+  // one slab, filling and computing it between barriers.
+  const int64_t threads = pool ? pool->size() : 1;
+  const bool owned = threads > 1 && most[0] >= kMinOwnedPlanes * threads;
   // A strip reads NR lanes from its first column: past the last plane, zeros.
   const size_t slab_elems = static_cast<size_t>(packs * chan + nr + hi[2] - lo[2]);
-  PanelBuffer slab(slab_elems * bb, ctx.scratch);
-  std::memset(slab.data() + packs * chan * static_cast<int64_t>(bb), 0,
-              (slab_elems - static_cast<size_t>(packs * chan)) * bb);
+  const int64_t buffers = owned ? threads : 1;
+  BufferSlots slabs(buffers, slab_elems * bb, ctx.scratch);
+  for (int64_t i = 0; i < buffers; ++i)
+    std::memset(slabs.data(i) + packs * chan * static_cast<int64_t>(bb), 0,
+                (slab_elems - static_cast<size_t>(packs * chan)) * bb);
 
   // Per (depth, height, width) phase: the offset of each panel element from a strip's base.
   std::vector<std::vector<int64_t>> offsets(static_cast<size_t>(sd * sh * sw));
@@ -589,7 +597,6 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   // Panels kept as fp16 (APanels::narrow) are widened for each slab a few blocks of MR output
   // channels at a time, at most APanels::widen_budget() bytes (one block at least).
   const int64_t wblocks = a_.blocks_at_once(static_cast<int64_t>(a_block_bytes_), mblocks);
-  PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
 
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
@@ -597,15 +604,25 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   // Input columns [ix0, ix1) land at padded column ix - wlo_.
   const int64_t ix0 = std::max<int64_t>(0, wlo_), ix1 = std::min(in_w, xlen + wlo_);
   const int64_t iy0 = std::max<int64_t>(0, lo[1]), iy1 = std::min(in_h, ylen + lo[1]);
-  for (int64_t n = 0; n < n_batch; ++n)
-    for (int64_t j0 = 0; j0 < most[0]; j0 += zb) {
-      const int64_t j1 = std::min(most[0], j0 + zb);
+  // Output plane indices [j_begin, j_end) of batch item n, slab by slab through `slab`; `shared`:
+  // the pool splits each slab's fill and computes (a barrier after each), else the calling
+  // thread does them all.
+  auto run_slabs = [&](int64_t n, int64_t j_begin, int64_t j_end, uint8_t* slab, uint8_t* widened,
+                       bool shared) {
+    auto run = [&](int64_t count, const std::function<void(int64_t, int64_t)>& fn) {
+      if (shared)
+        split_items(pool, count, fn);
+      else
+        fn(0, count);
+    };
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += zb) {
+      const int64_t j1 = std::min(j_end, j0 + zb);
       // Slab plane sp holds input plane j0 + lo + sp of each channel pack.
-      split_items(pool, packs * slab_planes, [&](int64_t begin, int64_t end) {
+      run(packs * slab_planes, [&](int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end; ++item) {
           const int64_t pack = item / slab_planes, sp = item % slab_planes;
           const int64_t iz = j0 + lo[0] + sp;
-          uint8_t* dst = slab.data() + (pack * chan + sp * plane) * static_cast<int64_t>(bb);
+          uint8_t* dst = slab + (pack * chan + sp * plane) * static_cast<int64_t>(bb);
           std::memset(dst, 0, static_cast<size_t>(plane) * bb);
           if (iz < 0 || iz >= in_d || ix1 <= ix0) continue;
           const int64_t c0 = pack * kp;
@@ -629,10 +646,10 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
                       m1 = std::min(m_, w1 * mr);
         const uint8_t* a =
             a_.range(static_cast<size_t>(w0) * a_block_bytes_,
-                     static_cast<size_t>(w1 - w0) * a_block_bytes_, widened.data(), ctx, true);
+                     static_cast<size_t>(w1 - w0) * a_block_bytes_, widened, ctx, shared);
         // Items (depth phase, plane j, height phase): rows of strips, each strip's tiles (output
         // channels of each width phase) interleaved into the output rows.
-        split_items(pool, sd * (j1 - j0) * sh, [&](int64_t begin, int64_t end) {
+        run(sd * (j1 - j0) * sh, [&](int64_t begin, int64_t end) {
           std::vector<uint8_t> strip(static_cast<size_t>(sw * mpad * nr) * es);
           for (int64_t item = begin; item < end; ++item) {
             const int64_t rh = item % sh, jd = j0 + item / sh % (j1 - j0),
@@ -646,8 +663,8 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
             const int64_t z = sd * jd + rd;
             // The phase plane's first padded row; output row jh reads from jh * xlen on.
             const uint8_t* first =
-                slab.data() + ((jd - j0 + pd.lo - lo[0]) * plane + (ph.lo - lo[1]) * xlen) *
-                                  static_cast<int64_t>(bb);
+                slab + ((jd - j0 + pd.lo - lo[0]) * plane + (ph.lo - lo[1]) * xlen) *
+                           static_cast<int64_t>(bb);
             // Columns [x0, x0 + len) of output row jh from strip lanes [lane, lane + len): each
             // channel's width phases interleaved.
             auto store = [&](int64_t jh, int64_t x0, int64_t lane, int64_t len) {
@@ -695,6 +712,24 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
         });
       }
     }
+  };
+
+  if (owned) {
+    // Items (batch item, range of output plane indices), `threads` ranges per batch item.
+    split_ranges(pool, n_batch * threads, [&](int64_t begin, int64_t end) {
+      BufferSlots::Lease slab(slabs);
+      PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t n = item / threads, r = item % threads;
+        run_slabs(n, most[0] * r / threads, most[0] * (r + 1) / threads, slab.data(),
+                  widened.data(), false);
+      }
+    });
+    return;
+  }
+  PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
+  for (int64_t n = 0; n < n_batch; ++n)
+    run_slabs(n, 0, most[0], slabs.data(0), widened.data(), true);
 }
 
 }  // namespace voxrt::cpu
