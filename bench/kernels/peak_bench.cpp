@@ -1,14 +1,19 @@
 // The single-core ceilings the kernel benchmarks are judged against: FMA throughput in fp32
 // (AVX2, AVX-512), fp16 (AVX512-FP16), bf16 (AVX512-BF16 dot products, AMX tiles) and streaming
-// memory bandwidth. Paths the CPU (or the OS) lacks are reported as skipped, not measured.
+// memory bandwidth, and how long a cache line takes to go from one core to another and back (what
+// every piece of data one thread writes and another reads costs). Paths the CPU (or the OS) lacks
+// are reported as skipped, not measured.
 //
 //   build-bench/bench/peak_bench --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 #include <cpuid.h>
 #include <immintrin.h>
+#include <pthread.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/cpu_features.h"
@@ -236,6 +241,48 @@ void BM_stream_triad(benchmark::State& state) {
   set_bytes(state, 3.0 * 4 * kStreamFloats);
 }
 
+// Two threads on CPUs 0 and 1 hand one counter back and forth: each waits for the other's
+// value, then writes the next; ns per round trip. A round trip is two cache-line transfers
+// between the cores (tens of ns on one die; a VM's two vCPUs may sit on different dies).
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+void BM_core_to_core_round_trip(benchmark::State& state) {
+  if (std::thread::hardware_concurrency() < 2) {
+    state.SkipWithError("skipped: one CPU, no second core to hand a line to");
+    return;
+  }
+  constexpr int64_t kTrips = 200000;
+  alignas(64) std::atomic<int64_t> turn{0};
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    pin_to(1);
+    for (int64_t seen = 1;; seen += 2) {
+      while (turn.load(std::memory_order_acquire) != seen)
+        if (stop.load(std::memory_order_relaxed)) return;
+      turn.store(seen + 1, std::memory_order_release);
+    }
+  });
+  pin_to(0);
+  int64_t next = 1;
+  for (auto _ : state) {
+    for (int64_t i = 0; i < kTrips; ++i, next += 2) {
+      turn.store(next, std::memory_order_release);
+      while (turn.load(std::memory_order_acquire) != next + 1) {
+      }
+    }
+  }
+  stop = true;
+  other.join();
+  state.counters["ns/round trip"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kTrips),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 // A path this CPU lacks runs once, to say so, whatever --benchmark_repetitions asks.
 void add(const char* name, void (*fn)(benchmark::State&), const char* missing) {
   benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name, fn);
@@ -251,6 +298,9 @@ const bool registered = [] {
   add("stream_read", BM_stream_read, nullptr);
   add("stream_copy", BM_stream_copy, nullptr);
   add("stream_triad", BM_stream_triad, nullptr);
+  benchmark::internal::Benchmark* trip =
+      benchmark::RegisterBenchmark("core_to_core_round_trip", BM_core_to_core_round_trip);
+  trip->UseRealTime();
   return true;
 }();
 
