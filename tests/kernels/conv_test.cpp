@@ -468,6 +468,18 @@ TEST_P(ConvLoweringTest, DegenerateWindowsMatchReference) {
     for (DType t : {DType::f32, DType::f16}) check(c, t, GetParam(), nullptr, rng);
 }
 
+// Sets the direct path's per-thread slab budget for a scope, then puts the previous one back.
+class SlabBudget {
+ public:
+  explicit SlabBudget(int64_t bytes) : previous_(ConvGemm::set_slab_budget(bytes)) {}
+  ~SlabBudget() { ConvGemm::set_slab_budget(previous_); }
+  SlabBudget(const SlabBudget&) = delete;
+  SlabBudget& operator=(const SlabBudget&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
 // Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating a pool of
 // `threads` with none, or with `always_pool` on the pool every time.
 template <class Make>
@@ -515,10 +527,7 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
 // output planes a slab), with strides, dilations and both thread counts.
 TEST_P(ConvLoweringTest, SlabRingsMatchReference) {
   for (int64_t budget : {int64_t{1}, int64_t{6} << 10}) {
-    struct RestoreBudget {
-      int64_t bytes;
-      ~RestoreBudget() { ConvGemm::set_slab_budget(bytes); }
-    } restore{ConvGemm::set_slab_budget(budget)};
+    const SlabBudget scoped(budget);
     ThreadPool pool(2);
     std::mt19937 rng(23);
     int k = 0;
@@ -539,10 +548,7 @@ TEST_P(ConvLoweringTest, SlabRingsMatchReference) {
 // activations and residuals.
 TEST_P(ConvLoweringTest, ThreadRangesMatchReference) {
   for (int64_t budget : {int64_t{2} << 20, int64_t{24} << 10, int64_t{8} << 10, int64_t{3} << 10}) {
-    struct RestoreBudget {
-      int64_t bytes;
-      ~RestoreBudget() { ConvGemm::set_slab_budget(bytes); }
-    } restore{ConvGemm::set_slab_budget(budget)};
+    const SlabBudget scoped(budget);
     for (int threads : {2, 3})
       check_random_cases(
           10, 37 + static_cast<uint32_t>(threads), GetParam(),
@@ -589,10 +595,7 @@ TEST_P(ConvLoweringTest, WidePlanesInBandsMatchReference) {
   std::mt19937 rng(71);
   ThreadPool two(2), three(3);
   for (int64_t budget : {int64_t{16} << 10, int64_t{24} << 10, int64_t{32} << 10}) {
-    struct RestoreBudget {
-      int64_t bytes;
-      ~RestoreBudget() { ConvGemm::set_slab_budget(bytes); }
-    } restore{ConvGemm::set_slab_budget(budget)};
+    const SlabBudget scoped(budget);
     int k = 0;
     for (const ConvCase& c : v) {
       ThreadPool* pool = k % 3 == 0 ? &two : k % 3 == 1 ? &three : nullptr;
