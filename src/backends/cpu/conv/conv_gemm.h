@@ -93,13 +93,13 @@ class PanelBuffer {
   size_t bytes_ = 0;
 };
 
-/// Output planes a thread's own depth range should hold at least (the direct paths' owned rings and
-/// slabs: ConvGemm::run_direct, ConvTransposeDirect::run). Rings of their own against one shared
-/// ring, two threads on the Intel Xeon, `voxrt bench`, three
-/// alternations: unet3d_monai 19.9 / 19.5 / 19.3 -> 18.0 / 17.8 / 17.6 ms, nnunet3d 100.3 / 99.4
-/// / 101.3 -> 96.9 / 96.8 / 98.5, unet3d_resize 70.7 / 69.3 / 69.4 -> 68.0 / 67.3 / 68.1;
-/// conv_bench, 3->3 head at 96^3 145-152 -> 196-200 GFLOP/s. The value 4 itself was not tuned
-/// against others (a guess that keeps a range's two-plane halo a small share of its copies).
+/// Output planes a thread's own depth range should hold at least (the owned rings and slabs of
+/// ConvGemm::run_direct and ConvTransposeDirect::run). Rings of their own against one shared
+/// ring, two threads on the Intel Xeon, `voxrt bench`, three alternations: unet3d_monai 19.9 /
+/// 19.5 / 19.3 -> 18.0 / 17.8 / 17.6 ms, nnunet3d 100.3 / 99.4 / 101.3 -> 96.9 / 96.8 / 98.5,
+/// unet3d_resize 70.7 / 69.3 / 69.4 -> 68.0 / 67.3 / 68.1; conv_bench, 3->3 head at 96^3
+/// 145-152 -> 196-200 GFLOP/s. The value 4 itself was not tuned against others (a guess that
+/// keeps a range's two-plane halo a small share of its copies).
 inline constexpr int64_t kMinOwnedPlanes = 4;
 
 /// `count` buffers of `bytes` each; a parallel chunk leases a free one for its duration (no more

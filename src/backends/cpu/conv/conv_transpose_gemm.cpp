@@ -618,9 +618,12 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
     for (int64_t j0 = j_begin; j0 < j_end; j0 += zb) {
       const int64_t j1 = std::min(j_end, j0 + zb);
       // Slab plane sp holds input plane j0 + lo + sp of each channel pack.
-      run(packs * slab_planes, [&](int64_t begin, int64_t end) {
+      // The planes these outputs read: a shorter block (the last, or a thread's range) fills
+      // fewer than the slab holds.
+      const int64_t planes = j1 - j0 + reach;
+      run(packs * planes, [&](int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end; ++item) {
-          const int64_t pack = item / slab_planes, sp = item % slab_planes;
+          const int64_t pack = item / planes, sp = item % planes;
           const int64_t iz = j0 + lo[0] + sp;
           uint8_t* dst = slab + (pack * chan + sp * plane) * static_cast<int64_t>(bb);
           std::memset(dst, 0, static_cast<size_t>(plane) * bb);
