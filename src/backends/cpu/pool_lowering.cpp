@@ -69,10 +69,18 @@ class PoolCpuOp : public CpuOp {
     int64_t oh_hi = oh_last >= 0 ? std::min(g3.out[1], oh_last / g3.stride[1] + 1) : 0;
     oh_hi = std::max(oh_hi, oh_lo);
     int64_t step = g3.stride[1] * g3.in[2];
-    parallel_for(ctx, planes * g3.out[0], 1, [&](int64_t u0, int64_t u1) {
+    // Items (output plane od, band of output rows, channel plane) in that order, in one range a
+    // thread, range t first on thread t (split_ranges): each core pools the depths, or in a
+    // shallow output the rows, that the convolutions before and after it write and read on
+    // that core (their own depth ranges and row bands), for every channel. Shallow outputs
+    // (2D) are cut into one band of rows a thread.
+    const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
+    const int64_t bands = g3.out[0] >= 2 * threads ? 1 : std::min(threads, g3.out[1]);
+    split_ranges(ctx.pool, g3.out[0] * bands * planes, [&](int64_t u0, int64_t u1) {
       std::vector<const void*> rows;
       for (int64_t u = u0; u < u1; ++u) {
-        int64_t plane = u / g3.out[0], od = u % g3.out[0];
+        const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
+        const int64_t r0 = g3.out[1] * band / bands, r1 = g3.out[1] * (band + 1) / bands;
         int64_t pd = padded_taps(g3, 0, od);
         auto run_rows = [&](int64_t oh, int64_t count) {
           rows.clear();
@@ -94,9 +102,10 @@ class PoolCpuOp : public CpuOp {
             k_->avg_rows(rows.data(), nrows, static_cast<int>(pd * padded_taps(g3, 1, oh)),
                          include_pad_, step, count, row, yr);
         };
-        for (int64_t oh = 0; oh < oh_lo; ++oh) run_rows(oh, 1);
-        if (oh_hi > oh_lo) run_rows(oh_lo, oh_hi - oh_lo);
-        for (int64_t oh = oh_hi; oh < g3.out[1]; ++oh) run_rows(oh, 1);
+        const int64_t mid0 = std::clamp(oh_lo, r0, r1), mid1 = std::clamp(oh_hi, mid0, r1);
+        for (int64_t oh = r0; oh < mid0; ++oh) run_rows(oh, 1);
+        if (mid1 > mid0) run_rows(mid0, mid1 - mid0);
+        for (int64_t oh = mid1; oh < r1; ++oh) run_rows(oh, 1);
       }
     });
   }
