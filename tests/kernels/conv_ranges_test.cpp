@@ -1,0 +1,135 @@
+// The direct convolution's slabs, rings and bands under small budgets and several threads, where
+// each thread may own a range of planes or rows (conv_direct.cpp), against the reference ops on
+// every ISA path this CPU allows.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/conv/conv_gemm.h"
+#include "conv_cases.h"
+#include "runtime/thread_pool.h"
+
+namespace voxrt::cpu::conv_cases {
+namespace {
+
+class ConvRangesTest : public ConvLoweringTest {};
+
+// The direct path's shared slab as a ring of input planes (conv_direct.cpp): with a budget of a
+// few planes, every layer's slabs cycle through the ring, output planes read slots that wrap
+// past its end, and each slab copies only the planes the one before lacked. Budgets of one byte
+// (a slab of one output plane, the ring as deep as the kernel's reach) and of a few KiB (a few
+// output planes a slab), with strides, dilations and both thread counts.
+TEST_P(ConvRangesTest, SlabRingsMatchReference) {
+  for (int64_t budget : {int64_t{1}, int64_t{6} << 10}) {
+    const SlabBudget scoped(budget);
+    ThreadPool pool(2);
+    std::mt19937 rng(23);
+    int k = 0;
+    for (const ConvCase& c : unet_cases())
+      if (c.op != "ConvTranspose")
+        for (DType t : {DType::f32, DType::f16})
+          check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+    check_random_cases(20, 29, GetParam(), [](std::mt19937& r, int attempt) {
+      return random_conv(r, 3 - attempt % 2);
+    });
+  }
+}
+
+// With planes enough, each thread takes its own range of output planes through a ring of its
+// own (conv_direct.cpp, `owned`): inputs 16 to 40 planes deep on two and three threads, with
+// budgets from the default (slabs of many planes) down to a few KiB (rings of the kernel's
+// reach, one output plane a slab, that wrap every plane), random attributes, batches, groups,
+// activations and residuals.
+TEST_P(ConvRangesTest, ThreadRangesMatchReference) {
+  for (int64_t budget : {int64_t{2} << 20, int64_t{24} << 10, int64_t{8} << 10, int64_t{3} << 10}) {
+    const SlabBudget scoped(budget);
+    for (int threads : {2, 3})
+      check_random_cases(
+          10, 37 + static_cast<uint32_t>(threads), GetParam(),
+          [](std::mt19937& rng, int attempt) {
+            ConvCase c = random_conv(rng, 3);
+            c.x[2] = std::uniform_int_distribution<int64_t>(16, 40)(rng);
+            if (attempt % 3 != 0) c.attrs["strides"].is[0] = 1;  // depth enough for 3 ranges
+            if (attempt % 2 == 1) {
+              c.op = "FusedConv";
+              c.residual = attempt % 4 == 1;
+              c.activation = "LeakyRelu";
+            }
+            return c;
+          },
+          threads, true);
+  }
+}
+
+// 3D layers whose planes are wide against the per-thread slab budget (their reach of planes past
+// four budgets) run band by band, each band's planes through the ring: shared by the threads,
+// or at 24 and 32 KiB one per thread. Even and uneven bands, strides, dilation, groups, a batch
+// and a residual; fp32 and fp16, on pools of two and three threads and on none.
+TEST_P(ConvRangesTest, WidePlanesInBandsMatchReference) {
+  if (GetParam().isa == Isa::scalar) GTEST_SKIP() << "the band logic is ISA-independent";
+  std::vector<ConvCase> v(5);
+  v[0].x = {1, 3, 20, 60, 58};
+  v[0].w = {5, 3, 3, 3, 3};
+  v[0].ints("pads", {1, 1, 1, 1, 1, 1});
+  v[1].x = {2, 2, 18, 64, 50};
+  v[1].w = {4, 2, 3, 3, 3};
+  v[1].ints("pads", {1, 1, 1, 1, 1, 1}).ints("strides", {1, 2, 1});
+  v[2].x = {1, 4, 17, 49, 61};
+  v[2].w = {6, 2, 3, 3, 3};
+  v[2].ints("pads", {1, 2, 2, 1, 2, 2}).ints("dilations", {1, 2, 2}).i("group", 2);
+  v[3].op = "FusedConv";
+  v[3].residual = true;
+  v[3].activation = "Relu";
+  v[3].x = {1, 3, 24, 70, 45};
+  v[3].w = {7, 3, 3, 3, 3};
+  v[3].ints("pads", {1, 1, 1, 1, 1, 1});
+  v[4].x = {1, 2, 30, 56, 56};
+  v[4].w = {3, 2, 3, 3, 3};
+  v[4].ints("pads", {1, 1, 1, 1, 1, 1}).ints("strides", {2, 2, 2});
+  std::mt19937 rng(71);
+  ThreadPool two(2), three(3);
+  for (int64_t budget : {int64_t{16} << 10, int64_t{24} << 10, int64_t{32} << 10}) {
+    const SlabBudget scoped(budget);
+    int k = 0;
+    for (const ConvCase& c : v) {
+      ThreadPool* pool = k % 3 == 0 ? &two : k % 3 == 1 ? &three : nullptr;
+      check(c, k % 2 ? DType::f16 : DType::f32, GetParam(), pool, rng);
+      check(c, k % 2 ? DType::f32 : DType::f16, GetParam(), pool ? pool : &two, rng);
+      ++k;
+    }
+  }
+}
+
+// Planes of a kernel one deep larger than the direct path's band budget (512 KiB of padded
+// input) are computed in bands of output rows, each thread its own: even and uneven bands,
+// strides, dilation, a 3D kernel one deep, batches. Few channels keep the reference cheap.
+TEST_P(ConvRangesTest, LargePlanesInBandsMatchReference) {
+  if (GetParam().isa == Isa::scalar) GTEST_SKIP() << "the band logic is ISA-independent";
+  ThreadPool pool(2);
+  std::mt19937 rng(13);
+  std::vector<ConvCase> v(4);
+  v[0].x = {1, 1, 730, 720};
+  v[0].w = {5, 1, 3, 3};
+  v[0].ints("pads", {1, 1, 1, 1});
+  v[1].x = {1, 2, 600, 611};
+  v[1].w = {3, 2, 3, 3};
+  v[1].ints("pads", {1, 0, 1, 1}).ints("strides", {2, 2});
+  v[2].x = {2, 1, 801, 677};
+  v[2].w = {4, 1, 3, 3};
+  v[2].ints("pads", {2, 2, 2, 2}).ints("dilations", {2, 2});
+  v[3].x = {1, 2, 3, 500, 523};
+  v[3].w = {4, 2, 1, 3, 3};
+  v[3].ints("pads", {0, 1, 1, 0, 1, 1});
+  int k = 0;
+  for (const ConvCase& c : v) {
+    ++k;
+    check(c, k % 2 ? DType::f32 : DType::f16, GetParam(), k % 3 ? &pool : nullptr, rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Path, ConvRangesTest, ::testing::ValuesIn(kPaths), path_name);
+
+}  // namespace
+}  // namespace voxrt::cpu::conv_cases
