@@ -20,34 +20,19 @@
 #include "backends/ref/tensor_math.h"
 #include "core/half.h"
 #include "runtime/thread_pool.h"
+#include "support/attr_setters.h"
 #include "support/rel_l2.h"
 
 namespace voxrt::cpu::conv_cases {
 
-struct ConvCase {
+struct ConvCase : test::AttrSetters<ConvCase> {
   std::string op = "Conv";  // Conv, FusedConv, ConvTranspose or FusedConvTranspose
   Shape x, w;
   bool bias = true;
   bool residual = false;         // FusedConv only
   std::string activation;        // Fused* only: "", Relu, LeakyRelu
   std::vector<int64_t> x_parts;  // FusedConv only: channels of each part of X (empty: one part)
-  std::map<std::string, ir::Attribute> attrs;
 
-  ConvCase& ints(const std::string& n, std::vector<int64_t> v) {
-    attrs[n].kind = ir::Attribute::Kind::is;
-    attrs[n].is = std::move(v);
-    return *this;
-  }
-  ConvCase& i(const std::string& n, int64_t v) {
-    attrs[n].kind = ir::Attribute::Kind::i;
-    attrs[n].i = v;
-    return *this;
-  }
-  ConvCase& s(const std::string& n, std::string v) {
-    attrs[n].kind = ir::Attribute::Kind::s;
-    attrs[n].s = std::move(v);
-    return *this;
-  }
   std::string str() const {
     std::string t = op + " x" + shape_str(x) + " w" + shape_str(w) + (bias ? " bias" : "") +
                     (residual ? " residual" : "") + (activation.empty() ? "" : " " + activation);

@@ -13,37 +13,16 @@
 
 #include "backends/ref/op.h"
 #include "backends/ref/tensor_math.h"
+#include "support/attr_setters.h"
 
 namespace voxrt::test {
 
-struct NodeSpec {
+struct NodeSpec : AttrSetters<NodeSpec> {
   explicit NodeSpec(std::string op_type) : op(std::move(op_type)) {}
   std::string op;
   int opset = 21;
-  std::map<std::string, ir::Attribute> attrs;
   std::vector<const Tensor*> inputs;   // nullptr: omitted optional input
   std::vector<bool> outputs = {true};  // false: omitted optional output
-
-  NodeSpec& ints(const std::string& n, std::vector<int64_t> v) {
-    attrs[n].kind = ir::Attribute::Kind::is;
-    attrs[n].is = std::move(v);
-    return *this;
-  }
-  NodeSpec& i(const std::string& n, int64_t v) {
-    attrs[n].kind = ir::Attribute::Kind::i;
-    attrs[n].i = v;
-    return *this;
-  }
-  NodeSpec& f(const std::string& n, float v) {
-    attrs[n].kind = ir::Attribute::Kind::f;
-    attrs[n].f = v;
-    return *this;
-  }
-  NodeSpec& s(const std::string& n, std::string v) {
-    attrs[n].kind = ir::Attribute::Kind::s;
-    attrs[n].s = std::move(v);
-    return *this;
-  }
 };
 
 struct Built {
