@@ -50,6 +50,8 @@ std::vector<ConvCase> cases() {
       {"conv3x3x3_320to320_4", "Conv", cube(4, 320), k3(320, 320), p1, {}, {}},
       // nnU-Net's full-resolution stage on anisotropic scans (thin slabs of wide planes).
       {"conv3x3x3_32to32_20x256x224", "Conv", Shape{1, 32, 20, 256, 224}, k3(32, 32), p1, {}, {}},
+      // 3.3-6.5 MB of padded planes in a kernel's reach, where whole planes measured faster than
+      // bands of rows (conv_direct.cpp, kBandsAbove).
       {"conv3x3x3_32to32_128", "Conv", cube(128, 32), k3(32, 32), p1, {}, {}},
       {"conv3x3x3_64to64_64", "Conv", cube(64, 64), k3(64, 64), p1, {}, {}},
       {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}, {}},
