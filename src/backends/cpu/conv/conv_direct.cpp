@@ -164,6 +164,7 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
                const uint8_t* src, bool pair, const uint8_t* second, int64_t iy0, int64_t iy1,
                int64_t y0, int64_t shift, uint8_t* dst, uint8_t* scratch) {
   const int64_t sy = ph.sy, sx = ph.sx, es = static_cast<int64_t>(dtype_size(g.storage));
+  const int64_t bb = static_cast<int64_t>(ph.bb), in_row = win.in[2] * es;
   // n elements from `a` (and with a pair, from `b` or zeros) into the element at `to`.
   auto convert = [&](const uint8_t* a, const uint8_t* b, uint8_t* to, int64_t n) {
     if (pair)
@@ -171,60 +172,69 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
     else
       g.to_panel(a, to, static_cast<size_t>(n));
   };
-  for (int64_t iy = iy0; iy < iy1; ++iy) {
-    const uint8_t* row = src + iy * win.in[2] * es;
-    const uint8_t* row2 = second ? second + iy * win.in[2] * es : nullptr;
+  // Everything but the row is the same for every row (a plane's rows are most calls' whole
+  // work: the divisions per row took half of the copy at stride 2, rows of 48).
+  // Row iy's phase row: padded row py = iy + pad in phase py % sy, row py / sy - y0.
+  auto row_base = [&](int64_t iy) {
     const int64_t py = iy + win.pad[1];
-    auto phase_row = [&](int64_t rx, int64_t j) {
-      return dst + ((py % sy * sx + rx) * ph.phase_plane + (py / sy - y0) * ph.xlen + j) *
-                       static_cast<int64_t>(ph.bb);
-    };
-    if (sx == 1) {
-      const int64_t skip = std::clamp<int64_t>(shift - win.pad[2], 0, win.in[2]);
-      convert(row + skip * es, row2 ? row2 + skip * es : nullptr,
-              phase_row(0, win.pad[2] - shift + skip), win.in[2] - skip);
-      continue;
-    }
-    // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1). The scratch holds the
-    // phases' columns of `row` from 0, of `row2` from 2 * xlen.
-    int64_t j0[kMaxPhases], j1[kMaxPhases];
-    for (int64_t r = 0; r < sx; ++r) {
-      j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
-      j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
-    }
-    uint8_t* scratch2 = scratch + 2 * ph.xlen * es;
-    if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
-      // Both phases at once, starting at the first input column of either.
-      int64_t first = j0[0] * 2 - win.pad[2] < j0[1] * 2 + 1 - win.pad[2] ? 0 : 1;
-      const int64_t at = (j0[first] * 2 + first - win.pad[2]) * es;
+    return dst + ((py % sy * sx) * ph.phase_plane + (py / sy - y0) * ph.xlen) * bb;
+  };
+  if (sx == 1) {
+    const int64_t skip = std::clamp<int64_t>(shift - win.pad[2], 0, win.in[2]);
+    const int64_t to = (win.pad[2] - shift + skip) * bb, n = win.in[2] - skip;
+    for (int64_t iy = iy0; iy < iy1; ++iy)
+      convert(src + iy * in_row + skip * es, second ? second + iy * in_row + skip * es : nullptr,
+              row_base(iy) + to, n);
+    return;
+  }
+  // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1): from the row's element
+  // at[rx] into the phase row's element j0[rx]. The scratch holds the phases' columns of `row`
+  // from 0, of `second`'s row from 2 * xlen.
+  int64_t j0[kMaxPhases], j1[kMaxPhases], at[kMaxPhases], to[kMaxPhases];
+  for (int64_t r = 0; r < sx; ++r) {
+    j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
+    j1[r] = std::max(j0[r], floor_div(win.in[2] - 1 + win.pad[2] - r, sx) + 1);
+    at[r] = (j0[r] * sx + r - win.pad[2]) * es;
+    to[r] = (r * ph.phase_plane + j0[r]) * bb;
+  }
+  uint8_t* scratch2 = scratch + 2 * ph.xlen * es;
+  if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
+    // Both phases at once, starting at the first input column of either.
+    const int64_t first = at[0] < at[1] ? 0 : 1, n = j1[0] - j0[0];
+    const int64_t from = at[first];
+    for (int64_t iy = iy0; iy < iy1; ++iy) {
+      const uint8_t* row = src + iy * in_row + from;
+      const uint8_t* row2 = second ? second + iy * in_row + from : nullptr;
+      uint8_t* base = row_base(iy);
       if (pair && g.to_panel_pair_split) {  // one pass: split and convert both rows
-        g.to_panel_pair_split(row + at, row2 ? row2 + at : nullptr, phase_row(first, j0[first]),
-                              phase_row(1 - first, j0[1 - first]),
-                              static_cast<size_t>(j1[0] - j0[0]));
+        g.to_panel_pair_split(row, row2, base + to[first], base + to[1 - first],
+                              static_cast<size_t>(n));
         continue;
       }
       if (!pair && g.to_panel == copy_f32_panel) {  // panels of the storage values: split only
-        deinterleave(row + at, j1[0] - j0[0], static_cast<size_t>(es), phase_row(first, j0[first]),
-                     phase_row(1 - first, j0[1 - first]));
+        deinterleave(row, n, static_cast<size_t>(es), base + to[first], base + to[1 - first]);
         continue;
       }
       for (int64_t m = 0; m < (row2 ? 2 : 1); ++m) {
         uint8_t* even = m ? scratch2 : scratch;
         uint8_t* odd = even + ph.xlen * es;
-        deinterleave((m ? row2 : row) + at, j1[0] - j0[0], static_cast<size_t>(es),
-                     first == 0 ? even : odd, first == 0 ? odd : even);
+        deinterleave(m ? row2 : row, n, static_cast<size_t>(es), first == 0 ? even : odd,
+                     first == 0 ? odd : even);
       }
       for (int64_t r = 0; r < 2; ++r)
-        convert(scratch + r * ph.xlen * es, scratch2 + r * ph.xlen * es, phase_row(r, j0[r]),
-                j1[r] - j0[r]);
-      continue;
+        convert(scratch + r * ph.xlen * es, scratch2 + r * ph.xlen * es, base + to[r], n);
     }
+    return;
+  }
+  for (int64_t iy = iy0; iy < iy1; ++iy) {
+    const uint8_t* row = src + iy * in_row;
+    const uint8_t* row2 = second ? second + iy * in_row : nullptr;
+    uint8_t* base = row_base(iy);
     for (int64_t r = 0; r < sx; ++r) {
       if (j1[r] <= j0[r]) continue;
-      const int64_t at = (j0[r] * sx + r - win.pad[2]) * es;
-      gather(row + at, sx, j1[r] - j0[r], static_cast<size_t>(es), scratch);
-      if (row2) gather(row2 + at, sx, j1[r] - j0[r], static_cast<size_t>(es), scratch2);
-      convert(scratch, scratch2, phase_row(r, j0[r]), j1[r] - j0[r]);
+      gather(row + at[r], sx, j1[r] - j0[r], static_cast<size_t>(es), scratch);
+      if (row2) gather(row2 + at[r], sx, j1[r] - j0[r], static_cast<size_t>(es), scratch2);
+      convert(scratch, scratch2, base + to[r], j1[r] - j0[r]);
     }
   }
 }
