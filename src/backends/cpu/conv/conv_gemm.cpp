@@ -498,7 +498,7 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
       }
     }
   };
-  split_items(pool, items, work);
+  split_ranges(pool, items, work);
 }
 
 void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
