@@ -178,17 +178,24 @@ class ResizeCpuOp : public CpuOp {
     int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
     const char* xp = static_cast<const char*>(x.raw());
     char* yp = static_cast<char*>(y.raw());
-    // One task per (plane, output D index): its output rows along H in order. Each output row
-    // blends up to 2 x 2 input rows (D taps x H taps) with weights w_d * w_h into an fp32 row,
-    // which is interpolated along W one row later: reading the row right after its vector
-    // stores, at a one-element offset, would stall on store forwarding.
-    parallel_for(ctx, rows / out3[1], 1, [&](int64_t u0, int64_t u1) {
+    // Items (output D index, band of output rows, plane) in one range a thread, range t first
+    // on thread t (split_ranges): each core writes the depths, or in a shallow output (2D) the
+    // band of rows, that the convolution after it reads on that core (its own depth ranges and
+    // row bands), for every channel, and reads the rows of the layer before it that core wrote.
+    // An item's output rows run along H in order. Each output row blends up to 2 x 2 input rows
+    // (D taps x H taps) with weights w_d * w_h into an fp32 row, which is interpolated along W
+    // one row later: reading the row right after its vector stores, at a one-element offset,
+    // would stall on store forwarding.
+    const int64_t planes = rows / (out3[0] * out3[1]);
+    const int64_t bands = row_bands(ctx, out3);
+    split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
       size_t padded = static_cast<size_t>(in3[2] + 2);
       std::vector<float> tmp(2 * padded);
       int64_t row_bytes = in3[2] * static_cast<int64_t>(es);
       for (int64_t u = u0; u < u1; ++u) {
-        size_t od = static_cast<size_t>(u % out3[0]);
-        int64_t plane = u / out3[0];
+        const size_t od = static_cast<size_t>(u / (bands * planes));
+        const int64_t band = u / planes % bands, plane = u % planes;
+        const int64_t r0 = out3[1] * band / bands, r1 = out3[1] * (band + 1) / bands;
         const char* dsrc[2];
         float dw[2];
         int nd = 0;
@@ -217,12 +224,12 @@ class ResizeCpuOp : public CpuOp {
           row[-1] = row[0];
           row[in3[2]] = row[in3[2] - 1];
         };
-        char* dst = yp + (plane * out_plane + static_cast<int64_t>(od) * out3[1] * out3[2]) *
+        char* dst = yp + (plane * out_plane + (static_cast<int64_t>(od) * out3[1] + r0) * out3[2]) *
                              static_cast<int64_t>(es);
-        size_t out_h = static_cast<size_t>(out3[1]);
-        blend(0, tmp.data() + 1);
-        for (size_t oh = 0; oh < out_h; ++oh) {
-          if (oh + 1 < out_h) blend(oh + 1, tmp.data() + ((oh + 1) & 1) * padded + 1);
+        const size_t first = static_cast<size_t>(r0), end = static_cast<size_t>(r1);
+        blend(first, tmp.data() + (first & 1) * padded + 1);
+        for (size_t oh = first; oh < end; ++oh) {
+          if (oh + 1 < end) blend(oh + 1, tmp.data() + ((oh + 1) & 1) * padded + 1);
           const float* row = tmp.data() + (oh & 1) * padded + 1;
           if (x2)
             k_->lerp_x2(row, dst, in3[2]);
@@ -233,6 +240,13 @@ class ResizeCpuOp : public CpuOp {
         }
       }
     });
+  }
+
+  // Bands of output rows an output plane is cut into: one where the output has depths for every
+  // thread to take two or more, else one band a thread (as pooling cuts them).
+  static int64_t row_bands(const RunContext& ctx, const int64_t* out3) {
+    const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
+    return out3[0] >= 2 * threads ? 1 : std::clamp<int64_t>(out3[1], 1, threads);
   }
 
   template <class E>
@@ -250,16 +264,23 @@ class ResizeCpuOp : public CpuOp {
     bool dup2 = out3[2] == 2 * in3[2];
     for (int64_t i = 0; dup2 && i < out3[2]; ++i) dup2 = t[2].i0[static_cast<size_t>(i)] == i / 2;
     int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
-    parallel_for(ctx, rows, 16, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        int64_t oh = r % out3[1], od = (r / out3[1]) % out3[0], plane = r / (out3[1] * out3[0]);
-        int64_t id = t[0].i0[static_cast<size_t>(od)], ih = t[1].i0[static_cast<size_t>(oh)];
-        int64_t src = plane * in_plane + (id * in3[1] + ih) * in3[2];
-        int64_t dst = plane * out_plane + (od * out3[1] + oh) * out3[2];
-        if (es == 2)
-          gather_row(x.data<uint16_t>() + src, t[2].i0.data(), y.data<uint16_t>() + dst, out3[2], dup2);
-        else
-          gather_row(x.data<uint32_t>() + src, t[2].i0.data(), y.data<uint32_t>() + dst, out3[2], dup2);
+    // Items as run_linear's: thread t writes the t-th range of depths (or of rows, in 2D) of
+    // every channel.
+    const int64_t planes = rows / (out3[0] * out3[1]), bands = row_bands(ctx, out3);
+    split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
+        for (int64_t oh = out3[1] * band / bands; oh < out3[1] * (band + 1) / bands; ++oh) {
+          int64_t id = t[0].i0[static_cast<size_t>(od)], ih = t[1].i0[static_cast<size_t>(oh)];
+          int64_t src = plane * in_plane + (id * in3[1] + ih) * in3[2];
+          int64_t dst = plane * out_plane + (od * out3[1] + oh) * out3[2];
+          if (es == 2)
+            gather_row(x.data<uint16_t>() + src, t[2].i0.data(), y.data<uint16_t>() + dst, out3[2],
+                       dup2);
+          else
+            gather_row(x.data<uint32_t>() + src, t[2].i0.data(), y.data<uint32_t>() + dst, out3[2],
+                       dup2);
+        }
       }
     });
   }
