@@ -63,6 +63,8 @@ std::vector<ConvCase> cases() {
       // unet3d_monai's second level: a stride-2 conv from 48^3, then 16 -> 16 at 24^3.
       {"conv3x3x3_s2_8to16_48", "Conv", cube(48, 8), k3(16, 8), p1, {2, 2, 2}, {}},
       {"conv3x3x3_16to16_24", "Conv", cube(24, 16), k3(16, 16), p1, {}, {}},
+      // Its third level: a stride-2 conv from 24^3 (12 output planes).
+      {"conv3x3x3_s2_16to32_24", "Conv", cube(24, 16), k3(32, 16), p1, {2, 2, 2}, {}},
       {"conv2x2x2_s2_16to32_96", "Conv", cube(96, 16), Shape{32, 16, 2, 2, 2}, {}, {2, 2, 2}, {}},
       {"conv1x1x1_32to3_96", "Conv", cube(96, 32), Shape{3, 32, 1, 1, 1}, {}, {}, {}},
       {"conv3x3x3_3to3_96_head", "Conv", cube(96, 3), k3(3, 3), p1, {}, {}},  // MONAI UNet's last

@@ -331,6 +331,34 @@ TEST(GemmTable, PairSplitMatchesPairConvertsOfEvenAndOddColumns) {
   if (rows == 0) GTEST_SKIP() << "no row with split converts runs on this CPU";
 }
 
+// The stride-2 split converts of one-step rows against the converts of the gathered even and
+// odd values, whatever n's tail; every such row has one (copy_rows' one-pass split). Poisoned
+// past n, to see writes outside it.
+TEST(GemmTable, SplitMatchesConvertsOfEvenAndOddValues) {
+  std::mt19937 rng(37);
+  int rows = 0;
+  for (const GemmKernel& g : gemm_kernels()) {
+    if (g.k_pack != 1) continue;
+    ASSERT_NE(g.to_panel_split, nullptr) << g.name;
+    if (cpu_features().detected < g.isa) continue;
+    ++rows;
+    const size_t eb = panel_type_bytes(g.b_panel), sb = dtype_size(g.storage);
+    for (size_t n : {1, 5, 7, 8, 9, 15, 16, 17, 24, 31, 48, 49, 130}) {
+      std::vector<uint8_t> src = random_storage(g.storage, static_cast<int64_t>(2 * n), rng, -3, 3);
+      std::vector<uint8_t> even((n + 4) * eb, 0x5a), odd = even, want_even = even, want_odd = even;
+      g.to_panel_split(src.data(), even.data(), odd.data(), n);
+      for (size_t p : {0, 1}) {
+        std::vector<uint8_t> values(n * sb);
+        for (size_t j = 0; j < n; ++j) std::memcpy(&values[j * sb], &src[(2 * j + p) * sb], sb);
+        g.to_panel(values.data(), (p ? want_odd : want_even).data(), n);
+      }
+      EXPECT_EQ(even, want_even) << g.name << " n=" << n;
+      EXPECT_EQ(odd, want_odd) << g.name << " n=" << n;
+    }
+  }
+  if (rows == 0) GTEST_SKIP() << "no one-step row runs on this CPU";
+}
+
 TEST(GemmTable, Bf16ProductsOnlyWhenAllowed) {
   for (DType t : {DType::f32, DType::f16})
     for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::avx512fp16, Isa::amx}) {

@@ -120,24 +120,6 @@ int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-template <class T>
-void deinterleave_typed(const T* src, int64_t n, T* first, T* second) {
-  for (int64_t j = 0; j < n; ++j) {
-    first[j] = src[2 * j];
-    second[j] = src[2 * j + 1];
-  }
-}
-
-// first[j] = src[2j], second[j] = src[2j + 1], j < n.
-void deinterleave(const uint8_t* src, int64_t n, size_t es, uint8_t* first, uint8_t* second) {
-  if (es == 4)
-    deinterleave_typed(reinterpret_cast<const uint32_t*>(src), n,
-                       reinterpret_cast<uint32_t*>(first), reinterpret_cast<uint32_t*>(second));
-  else
-    deinterleave_typed(reinterpret_cast<const uint16_t*>(src), n,
-                       reinterpret_cast<uint16_t*>(first), reinterpret_cast<uint16_t*>(second));
-}
-
 void gather(const uint8_t* src, int64_t stride, int64_t n, size_t es, uint8_t* dst) {
   if (es == 4) {
     for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * 4, src + j * stride * 4, 4);
@@ -188,8 +170,9 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
     return;
   }
   // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1): from the row's element
-  // at[rx] into the phase row's element j0[rx]. The scratch holds the phases' columns of `row`
-  // from 0, of `second`'s row from 2 * xlen.
+  // at[rx] into the phase row's element j0[rx]. Rows without a split convert, and phases of
+  // unequal lengths, gather each phase's columns of `row` into the scratch from 0 (of `second`'s
+  // row from 2 * xlen) and convert them from there.
   int64_t j0[kMaxPhases], j1[kMaxPhases], at[kMaxPhases], to[kMaxPhases];
   for (int64_t r = 0; r < sx; ++r) {
     j0[r] = std::max<int64_t>(0, ceil_div(win.pad[2] - r, sx));
@@ -197,35 +180,23 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
     at[r] = (j0[r] * sx + r - win.pad[2]) * es;
     to[r] = (r * ph.phase_plane + j0[r]) * bb;
   }
-  uint8_t* scratch2 = scratch + 2 * ph.xlen * es;
-  if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1]) {
-    // Both phases at once, starting at the first input column of either.
+  if (sx == 2 && j1[0] - j0[0] == j1[1] - j0[1] &&
+      (pair ? g.to_panel_pair_split != nullptr : g.to_panel_split != nullptr)) {
+    // Both phases in one pass (split and convert), starting at the first input column of
+    // either.
     const int64_t first = at[0] < at[1] ? 0 : 1, n = j1[0] - j0[0];
-    const int64_t from = at[first];
     for (int64_t iy = iy0; iy < iy1; ++iy) {
-      const uint8_t* row = src + iy * in_row + from;
-      const uint8_t* row2 = second ? second + iy * in_row + from : nullptr;
+      const uint8_t* row = src + iy * in_row + at[first];
       uint8_t* base = row_base(iy);
-      if (pair && g.to_panel_pair_split) {  // one pass: split and convert both rows
-        g.to_panel_pair_split(row, row2, base + to[first], base + to[1 - first],
-                              static_cast<size_t>(n));
-        continue;
-      }
-      if (!pair && g.to_panel == copy_f32_panel) {  // panels of the storage values: split only
-        deinterleave(row, n, static_cast<size_t>(es), base + to[first], base + to[1 - first]);
-        continue;
-      }
-      for (int64_t m = 0; m < (row2 ? 2 : 1); ++m) {
-        uint8_t* even = m ? scratch2 : scratch;
-        uint8_t* odd = even + ph.xlen * es;
-        deinterleave(m ? row2 : row, n, static_cast<size_t>(es), first == 0 ? even : odd,
-                     first == 0 ? odd : even);
-      }
-      for (int64_t r = 0; r < 2; ++r)
-        convert(scratch + r * ph.xlen * es, scratch2 + r * ph.xlen * es, base + to[r], n);
+      if (pair)
+        g.to_panel_pair_split(row, second ? second + iy * in_row + at[first] : nullptr,
+                              base + to[first], base + to[1 - first], static_cast<size_t>(n));
+      else
+        g.to_panel_split(row, base + to[first], base + to[1 - first], static_cast<size_t>(n));
     }
     return;
   }
+  uint8_t* scratch2 = scratch + 2 * ph.xlen * es;
   for (int64_t iy = iy0; iy < iy1; ++iy) {
     const uint8_t* row = src + iy * in_row;
     const uint8_t* row2 = second ? second + iy * in_row : nullptr;

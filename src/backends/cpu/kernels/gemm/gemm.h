@@ -64,6 +64,10 @@ using PanelConvertPair = void (*)(const void* first, const void* second, void* d
 using PanelConvertPairSplit = void (*)(const void* first, const void* second, void* even, void* odd,
                                        size_t n);
 
+/// For rows with k_pack = 1, a stride-2 width split: the even values 2j of `src` converted into
+/// n panel elements at `even`, the odd values 2j + 1 into n at `odd`, j < n (2n values read).
+using PanelConvertSplit = void (*)(const void* src, void* even, void* odd, size_t n);
+
 /// Element of a packed panel. f16_pair holds each fp16 value twice, so that a 32-bit broadcast
 /// (a plain load on x86) fills a vector with it. bf16_pair holds two consecutive steps as bfloat16
 /// (the even step in the low half), the operand layout of dot-product instructions (vdpbf16ps).
@@ -95,6 +99,7 @@ struct GemmKernel {
   /// same tile reading B rows as fp16 values, widened as it loads them, so that a driver can
   /// read X's rows in place (1x1 convolutions) rather than pack widened copies.
   GemmUkernel ukernel_f16_b = nullptr;
+  PanelConvertSplit to_panel_split = nullptr;  // rows with k_pack = 1
 };
 
 /// Rows whose products are of bfloat16-rounded operands (FpMath::bf16 only).

@@ -49,6 +49,14 @@ void copy_f16_panel(const void* src, void* dst, size_t n);
 void f16_to_f32_panel_scalar(const void* src, void* dst, size_t n);
 void f16_to_f32_panel_avx2(const void* src, void* dst, size_t n);
 void f16_to_f32_panel_avx512(const void* src, void* dst, size_t n);
+// Even and odd values of a row into two panel rows (PanelConvertSplit).
+void f32_split_panel_scalar(const void* src, void* even, void* odd, size_t n);
+void f32_split_panel_avx2(const void* src, void* even, void* odd, size_t n);
+void f32_split_panel_avx512(const void* src, void* even, void* odd, size_t n);
+void f16_split_panel_scalar(const void* src, void* even, void* odd, size_t n);
+void f16_to_f32_split_panel_scalar(const void* src, void* even, void* odd, size_t n);
+void f16_to_f32_split_panel_avx2(const void* src, void* even, void* odd, size_t n);
+void f16_to_f32_split_panel_avx512(const void* src, void* even, void* odd, size_t n);
 // Into the low half of n consecutive 32-bit words at dst (one member of bf16_pair elements).
 void f32_to_bf16_member_avx512bf16(const void* src, void* dst, size_t n);
 void f16_to_bf16_member_avx512bf16(const void* src, void* dst, size_t n);
