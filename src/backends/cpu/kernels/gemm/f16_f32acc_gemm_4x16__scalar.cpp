@@ -33,12 +33,7 @@ void copy_f16_panel(const void* src, void* dst, size_t n) {
 }
 
 void f16_to_f32_split_panel_scalar(const void* src, void* even, void* odd, size_t n) {
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  float *e = static_cast<float*>(even), *o = static_cast<float*>(odd);
-  for (size_t j = 0; j < n; ++j) {
-    e[j] = half_to_float(s[2 * j]);
-    o[j] = half_to_float(s[2 * j + 1]);
-  }
+  gemm_detail::split_panel<gemm_detail::Scalar, uint16_t>(src, even, odd, n);
 }
 
 void f16_split_panel_scalar(const void* src, void* even, void* odd, size_t n) {

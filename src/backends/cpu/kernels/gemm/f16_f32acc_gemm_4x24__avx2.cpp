@@ -38,34 +38,8 @@ void f16_to_f32_panel_avx2(const void* src, void* dst, size_t n) {
   }
 }
 
-namespace {
-// The even and odd values of 16 fp16 values, widened, in order.
-inline void split16(__m256i v, float* e, float* o) {
-  constexpr int kInOrder = _MM_SHUFFLE(3, 1, 2, 0);  // 64-bit lanes 0, 2, 1, 3
-  const __m256 a = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
-  const __m256 b = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
-  const __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-  const __m256 od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-  _mm256_storeu_ps(e, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), kInOrder)));
-  _mm256_storeu_ps(o, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), kInOrder)));
-}
-}  // namespace
-
-// 16 values a step; the tail through a zero-padded copy.
 void f16_to_f32_split_panel_avx2(const void* src, void* even, void* odd, size_t n) {
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  float *e = static_cast<float*>(even), *o = static_cast<float*>(odd);
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    split16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2 * j)), e + j, o + j);
-  if (j < n) {
-    uint16_t in[16] = {};
-    float out_e[8], out_o[8];
-    std::memcpy(in, s + 2 * j, 2 * (n - j) * sizeof(uint16_t));
-    split16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)), out_e, out_o);
-    std::memcpy(e + j, out_e, (n - j) * sizeof(float));
-    std::memcpy(o + j, out_o, (n - j) * sizeof(float));
-  }
+  gemm_detail::split_panel<gemm_detail::Avx2, uint16_t>(src, even, odd, n);
 }
 
 }  // namespace voxrt::cpu

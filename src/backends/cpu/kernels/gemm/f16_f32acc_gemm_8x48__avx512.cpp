@@ -35,26 +35,8 @@ void f16_to_f32_panel_avx512(const void* src, void* dst, size_t n) {
   }
 }
 
-// 32 values a step: one load, two widenings, two two-source permutes; the tail through masks.
 void f16_to_f32_split_panel_avx512(const void* src, void* even, void* odd, size_t n) {
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  float *e = static_cast<float*>(even), *o = static_cast<float*>(odd);
-  const __m512i pick_even =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i pick_odd = _mm512_add_epi32(pick_even, _mm512_set1_epi32(1));
-  auto split = [&](__m512i v, size_t j, __mmask16 m) {
-    const __m512 a = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
-    const __m512 b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
-    _mm512_mask_storeu_ps(e + j, m, _mm512_permutex2var_ps(a, pick_even, b));
-    _mm512_mask_storeu_ps(o + j, m, _mm512_permutex2var_ps(a, pick_odd, b));
-  };
-  size_t j = 0;
-  for (; j + 16 <= n; j += 16) split(_mm512_loadu_si512(s + 2 * j), j, 0xffff);
-  if (j < n) {
-    const size_t r = n - j;  // under 16: 2r values left
-    const __mmask32 m = static_cast<__mmask32>((1u << (2 * r)) - 1);
-    split(_mm512_maskz_loadu_epi16(m, s + 2 * j), j, static_cast<__mmask16>((1u << r) - 1));
-  }
+  gemm_detail::split_panel<gemm_detail::Avx512, uint16_t>(src, even, odd, n);
 }
 
 }  // namespace voxrt::cpu

@@ -16,12 +16,7 @@ void copy_f32_panel(const void* src, void* dst, size_t n) {
 }
 
 void f32_split_panel_scalar(const void* src, void* even, void* odd, size_t n) {
-  const float* s = static_cast<const float*>(src);
-  float *e = static_cast<float*>(even), *o = static_cast<float*>(odd);
-  for (size_t j = 0; j < n; ++j) {
-    e[j] = s[2 * j];
-    o[j] = s[2 * j + 1];
-  }
+  gemm_detail::split_panel<gemm_detail::Scalar, float>(src, even, odd, n);
 }
 
 }  // namespace voxrt::cpu

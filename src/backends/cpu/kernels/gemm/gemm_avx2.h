@@ -28,6 +28,15 @@ struct Avx2 {
     return _mm256_blendv_ps(v, _mm256_mul_ps(v, alpha),
                             _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
   }
+  // The even and odd values of a then b (2W values) to e and o, in order: shuffles within
+  // 128-bit lanes, then the 64-bit lanes put in order (0, 2, 1, 3).
+  static void store_even_odd(Vec a, Vec b, float* e, float* o) {
+    constexpr int kInOrder = _MM_SHUFFLE(3, 1, 2, 0);
+    const __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    _mm256_storeu_ps(e, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), kInOrder)));
+    _mm256_storeu_ps(o, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), kInOrder)));
+  }
 };
 
 }  // namespace voxrt::cpu::gemm_detail

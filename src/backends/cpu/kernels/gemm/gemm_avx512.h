@@ -31,6 +31,14 @@ struct Avx512 {
   static Vec leaky(Vec v, Vec alpha) {
     return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, alpha);
   }
+  // The even and odd values of a then b (2W values) to e and o, in order: two two-source
+  // permutes.
+  static void store_even_odd(Vec a, Vec b, float* e, float* o) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    _mm512_storeu_ps(e, _mm512_permutex2var_ps(a, even, b));
+    _mm512_storeu_ps(o, _mm512_permutex2var_ps(a, _mm512_add_epi32(even, _mm512_set1_epi32(1)), b));
+  }
 };
 
 }  // namespace voxrt::cpu::gemm_detail

@@ -20,6 +20,10 @@ struct Scalar {
   static Vec add(Vec a, Vec b) { return a + b; }
   static Vec relu(Vec v) { return v > 0 ? v : 0.0f; }
   static Vec leaky(Vec v, Vec alpha) { return v >= 0 ? v : alpha * v; }
+  static void store_even_odd(Vec a, Vec b, float* e, float* o) {
+    *e = a;
+    *o = b;
+  }
 };
 
 }  // namespace voxrt::cpu::gemm_detail

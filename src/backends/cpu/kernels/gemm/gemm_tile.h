@@ -4,7 +4,8 @@
 //
 // V provides: type Vec, lanes W, zero(), set1(float), load(const float*), load(const uint16_t*),
 // store(float*, Vec), store(uint16_t*, Vec), fmadd(a, b, c) = a * b + c, add, relu, leaky(v,
-// alpha). uint16_t is the fp16 storage type.
+// alpha), store_even_odd(a, b, e, o) (the even and odd values of a then b, in order). uint16_t is
+// the fp16 storage type.
 #pragma once
 
 #include <cstring>
@@ -156,6 +157,26 @@ inline void gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const
     for (; s < k; ++s) step(s);
     finish<V, Out, R, NV>(acc, mr, nc, c, ldc, p);
   });
+}
+
+/// PanelConvertSplit for rows of fp32 panels: even[j] = src[2j], odd[j] = src[2j + 1], j < n, from
+/// fp32 or fp16 (From) values, 2W values a step; the tail through a zero-padded copy.
+template <class V, class From>
+inline void split_panel(const void* src, void* even, void* odd, size_t n) {
+  constexpr size_t W = V::W;
+  const From* s = static_cast<const From*>(src);
+  float *e = static_cast<float*>(even), *o = static_cast<float*>(odd);
+  size_t j = 0;
+  for (; j + W <= n; j += W)
+    V::store_even_odd(V::load(s + 2 * j), V::load(s + 2 * j + W), e + j, o + j);
+  if (j < n) {
+    From in[2 * W] = {};
+    float te[W], to[W];
+    std::memcpy(in, s + 2 * j, 2 * (n - j) * sizeof(From));
+    V::store_even_odd(V::load(in), V::load(in + W), te, to);
+    std::memcpy(e + j, te, (n - j) * sizeof(float));
+    std::memcpy(o + j, to, (n - j) * sizeof(float));
+  }
 }
 
 }  // namespace voxrt::cpu::gemm_detail
