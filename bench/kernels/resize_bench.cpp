@@ -1,6 +1,6 @@
 // Resize at the UNet decoder's step (16 x 48^3 to 16 x 96^3): trilinear half-pixel (the 2x row
-// kernel), trilinear align_corners (the general row kernel) and nearest; GB/s over one read of X
-// and one write of Y.
+// kernel), trilinear align_corners (the general row kernel) and nearest, and half-pixel 24 x 24^3
+// to 24 x 48^3 (short rows); GB/s over one read of X and one write of Y.
 //
 //   build/bench/resize_bench --benchmark_min_time=0.5
 #include "op_bench_util.h"
@@ -15,9 +15,10 @@ Tensor scales() {
   return s;
 }
 
-void resize(benchmark::State& s, Isa isa, DType t, int threads, const char* mode, const char* coord) {
+void resize(benchmark::State& s, Isa isa, DType t, int threads, const char* mode, const char* coord,
+            const Shape& x = {1, 16, 48, 48, 48}) {
   BenchNode("Resize", 17)
-      .input(random_tensor(t, {1, 16, 48, 48, 48}))
+      .input(random_tensor(t, x))
       .omitted()
       .constant(scales())
       .attr_string("mode", mode)
@@ -32,6 +33,11 @@ int reg = [] {
   register_isas("Resize_linear_align_corners_x2", [](benchmark::State& s, Isa isa, DType t, int threads) {
     resize(s, isa, t, threads, "linear", "align_corners");
   });
+  // unet3d_resize's first upsample: rows of 24, where the work per row is short.
+  register_isas("Resize_linear_half_pixel_x2_24ch_24",
+                [](benchmark::State& s, Isa isa, DType t, int threads) {
+                  resize(s, isa, t, threads, "linear", "half_pixel", {1, 24, 24, 24, 24});
+                });
   register_isas("Resize_nearest_x2", [](benchmark::State& s, Isa isa, DType t, int threads) {
     resize(s, isa, t, threads, "nearest", "asymmetric");
   });
