@@ -2,6 +2,7 @@
 // kernels.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,6 +38,16 @@ inline void split_ranges(ThreadPool* pool, int64_t n,
     pool->parallel_ranges(n, fn);
   else
     fn(0, n);
+}
+
+/// Bands of rows an output plane is cut into where split_ranges takes items (output depth, band,
+/// channel) in that order: one band where the output has depths for every thread to take two or
+/// more, else one band a thread (at most one a row), so that thread t writes the depths, or in a
+/// shallow output (2D) the rows, that the convolutions before and after it read and write on
+/// that core. Pooling and Resize cut their items so.
+inline int64_t row_bands(const ThreadPool* pool, int64_t depths, int64_t rows) {
+  const int64_t threads = pool ? pool->size() : 1;
+  return depths >= 2 * threads ? 1 : std::clamp<int64_t>(rows, 1, threads);
 }
 
 /// fn(begin, end) over [0, n) in tasks of exactly `chunk` elements (the last shorter), on the

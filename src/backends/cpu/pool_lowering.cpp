@@ -72,10 +72,8 @@ class PoolCpuOp : public CpuOp {
     // Items (output plane od, band of output rows, channel plane) in that order, in one range a
     // thread, range t first on thread t (split_ranges): each core pools the depths, or in a
     // shallow output the rows, that the convolutions before and after it write and read on
-    // that core (their own depth ranges and row bands), for every channel. Shallow outputs
-    // (2D) are cut into one band of rows a thread.
-    const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
-    const int64_t bands = g3.out[0] >= 2 * threads ? 1 : std::min(threads, g3.out[1]);
+    // that core (their own depth ranges and row bands), for every channel (row_bands).
+    const int64_t bands = row_bands(ctx.pool, g3.out[0], g3.out[1]);
     split_ranges(ctx.pool, g3.out[0] * bands * planes, [&](int64_t u0, int64_t u1) {
       std::vector<const void*> rows;
       for (int64_t u = u0; u < u1; ++u) {

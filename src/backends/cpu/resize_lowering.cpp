@@ -187,7 +187,7 @@ class ResizeCpuOp : public CpuOp {
     // one row later: reading the row right after its vector stores, at a one-element offset,
     // would stall on store forwarding.
     const int64_t planes = rows / (out3[0] * out3[1]);
-    const int64_t bands = row_bands(ctx, out3);
+    const int64_t bands = row_bands(ctx.pool, out3[0], out3[1]);
     split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
       size_t padded = static_cast<size_t>(in3[2] + 2);
       std::vector<float> tmp(2 * padded);
@@ -242,13 +242,6 @@ class ResizeCpuOp : public CpuOp {
     });
   }
 
-  // Bands of output rows an output plane is cut into: one where the output has depths for every
-  // thread to take two or more, else one band a thread (as pooling cuts them).
-  static int64_t row_bands(const RunContext& ctx, const int64_t* out3) {
-    const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
-    return out3[0] >= 2 * threads ? 1 : std::clamp<int64_t>(out3[1], 1, threads);
-  }
-
   template <class E>
   static void gather_row(const E* src, const int32_t* idx, E* dst, int64_t n, bool dup2) {
     if (dup2) {
@@ -266,7 +259,8 @@ class ResizeCpuOp : public CpuOp {
     int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
     // Items as run_linear's: thread t writes the t-th range of depths (or of rows, in 2D) of
     // every channel.
-    const int64_t planes = rows / (out3[0] * out3[1]), bands = row_bands(ctx, out3);
+    const int64_t planes = rows / (out3[0] * out3[1]),
+                  bands = row_bands(ctx.pool, out3[0], out3[1]);
     split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
