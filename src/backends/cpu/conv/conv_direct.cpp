@@ -241,15 +241,7 @@ void zero_padding(const ConvWindow& win, const PhaseLayout& ph, uint8_t* dst, in
                   int64_t iy1, int64_t y0, int64_t ylen, bool whole_rows) {
   const int64_t bb = static_cast<int64_t>(ph.bb), pitch = ph.xlen * bb;
   uint8_t* const end = dst + ph.sy * ph.sx * ph.phase_plane * bb;
-  // Runs of a few bytes (pads of one or two elements) as one 16-byte store, which may run on
-  // into data the copy writes next but never past the plane (another thread's).
-  auto zero = [end](uint8_t* p, uint8_t* q) {
-    static constexpr uint8_t kZeros[16] = {};
-    if (q - p <= 16 && end - p >= 16)
-      std::memcpy(p, kZeros, 16);
-    else
-      std::memset(p, 0, static_cast<size_t>(q - p));
-  };
+  auto zero = [end](uint8_t* p, uint8_t* q) { zero_run(p, q, end); };
   for (int64_t ry = 0; ry < ph.sy; ++ry)
     for (int64_t rx = 0; rx < ph.sx; ++rx) {
       // Columns [j0, j1) of the phase hold input columns j * sx + rx - pad (copy_rows' range).

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -92,6 +93,19 @@ class PanelBuffer {
   std::unique_ptr<uint8_t, Free> data_;
   size_t bytes_ = 0;
 };
+
+/// Zeroes bytes [p, q) of a padded plane that ends at `end`, which copies fill around next. Runs of
+/// 16 bytes or less (pads of one or two elements) are one 16-byte store, which may run on into
+/// the data the copies write next but never past the plane (another thread's): with pads of one
+/// element the memset calls were most of the zeroing.
+inline void zero_run(uint8_t* p, uint8_t* q, const uint8_t* end) {
+  static constexpr uint8_t kZeros[16] = {};
+  if (q <= p) return;
+  if (q - p <= 16 && end - p >= 16)
+    std::memcpy(p, kZeros, 16);
+  else
+    std::memset(p, 0, static_cast<size_t>(q - p));
+}
 
 /// Output planes a thread's own depth range should hold at least (the owned rings and slabs of
 /// ConvGemm::run_direct and ConvTransposeDirect::run). Rings of their own against one shared

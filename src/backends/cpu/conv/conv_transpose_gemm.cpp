@@ -159,20 +159,13 @@ void interleave_phases(const uint8_t* src, int64_t phase_stride, size_t es, int6
 
 // Zeroes the elements (of bb bytes) of a padded plane of `plane` elements, rows `xlen` apart,
 // that lie outside rows [r0, r1) and columns [c0, c1), which copies fill next: a row's trailing
-// zeros and the next row's leading ones are one run. Runs of 16 bytes or less are one 16-byte
-// store, which may run on into the data the copies write next but never past the plane.
-// Zeroing the whole plane before the copies had been 5% of MONAI's last up-convolution.
+// zeros and the next row's leading ones are one run (zero_run). Zeroing the whole plane before the
+// copies had been 5% of MONAI's last up-convolution.
 void zero_around(uint8_t* dst, int64_t plane, int64_t xlen, size_t bb, int64_t r0, int64_t r1,
                  int64_t c0, int64_t c1) {
   uint8_t* const end = dst + plane * static_cast<int64_t>(bb);
   auto zero = [&](int64_t from, int64_t to) {
-    static constexpr uint8_t kZeros[16] = {};
-    uint8_t *p = dst + from * static_cast<int64_t>(bb), *q = dst + to * static_cast<int64_t>(bb);
-    if (q <= p) return;
-    if (q - p <= 16 && end - p >= 16)
-      std::memcpy(p, kZeros, 16);
-    else
-      std::memset(p, 0, static_cast<size_t>(q - p));
+    zero_run(dst + from * static_cast<int64_t>(bb), dst + to * static_cast<int64_t>(bb), end);
   };
   zero(0, r0 * xlen + c0);
   for (int64_t r = r0; r + 1 < r1; ++r) zero(r * xlen + c1, (r + 1) * xlen + c0);
