@@ -1,6 +1,8 @@
 // Resize kernels (nearest in every mode, linear in every supported coordinate mode, the scale-2
 // half-pixel row kernel, scales and sizes, 1D to 3D, Upsample) against the reference ops, f32
 // and f16, on every ISA this CPU has.
+#include "backends/cpu/kernels/resize/resize.h"
+
 #include "cpu_op_harness.h"
 
 namespace voxrt::test {
@@ -48,6 +50,35 @@ TEST_P(Resize, Linear) {
   for (const char* coord : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"})
     for (DType t : {DType::f32, DType::f16})
       for (const ResizeCase& c : cases()) {
+        OneNode n("Resize", 13);
+        n.input("x", random_tensor(t, c.x, rng));
+        add_scales(n, c);
+        n.attr_string("mode", "linear");
+        n.attr_string("coordinate_transformation_mode", coord);
+        n.output("y");
+        CpuRun r = n.run(GetParam());
+        EXPECT_NE(r.kernel, "ref");
+        EXPECT_LT(r.error, tolerance(t))
+            << coord << " " << dtype_name(t) << " " << shape_str(c.x) << " " << r.kernel;
+      }
+}
+
+// Linear rows streamed past the caches (every output size above 0 bytes), as large outputs are:
+// the same results. Whole vectors stream where they land aligned: every row of the added case
+// (rows of 32 and 96 elements), some rows of the others.
+TEST_P(Resize, LinearStreamed) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  struct StreamAbove {
+    int64_t previous = cpu::set_resize_stream_above(0);
+    ~StreamAbove() { cpu::set_resize_stream_above(previous); }
+  } streamed;
+  std::mt19937 rng(11);
+  std::vector<ResizeCase> streamed_cases = cases();
+  streamed_cases.push_back({{1, 2, 3, 5, 16}, {1, 1, 2, 2, 2}});
+  streamed_cases.push_back({{1, 1, 2, 3, 48}, {1, 1, 2, 2, 2}});
+  for (const char* coord : {"half_pixel", "align_corners"})
+    for (DType t : {DType::f32, DType::f16})
+      for (const ResizeCase& c : streamed_cases) {
         OneNode n("Resize", 13);
         n.input("x", random_tensor(t, c.x, rng));
         add_scales(n, c);

@@ -14,15 +14,20 @@ struct ResizeKernels {
   const char* name;  // "f32_resize__avx2"
   /// tmp[i] = sum over r < nrows of w[r] * rows[r][i], for i < n.
   void (*blend_rows)(const void* const* rows, const float* w, int nrows, float* tmp, int64_t n);
-  /// y[i] = w0[i] * tmp[x0[i]] + w1[i] * tmp[x1[i]], for i < n.
+  /// y[i] = w0[i] * tmp[x0[i]] + w1[i] * tmp[x1[i]], for i < n. `stream`: whole vectors at
+  /// aligned addresses go out as non-temporal stores (the caller fences before y is read).
   void (*lerp)(const float* tmp, const int32_t* x0, const int32_t* x1, const float* w0,
-               const float* w1, void* y, int64_t n);
+               const float* w1, void* y, int64_t n, bool stream);
   /// y[2i] = tmp[i - 1] / 4 + 3 tmp[i] / 4 and y[2i + 1] = 3 tmp[i] / 4 + tmp[i + 1] / 4 for
-  /// i < n; the caller sets tmp[-1] = tmp[0] and tmp[n] = tmp[n - 1].
-  void (*lerp_x2)(const float* tmp, void* y, int64_t n);
+  /// i < n; the caller sets tmp[-1] = tmp[0] and tmp[n] = tmp[n - 1]. `stream` as lerp's.
+  void (*lerp_x2)(const float* tmp, void* y, int64_t n, bool stream);
 };
 
 /// The best kernels for storage dtype `t` (f32 or f16) at or below `isa`; nullptr otherwise.
 const ResizeKernels* resize_kernels(DType t, Isa isa);
+
+/// Sets the output size (bytes) above which the Resize driver (resize_lowering.cpp) streams its
+/// linear rows past the caches; returns the previous one. For tests.
+int64_t set_resize_stream_above(int64_t bytes);
 
 }  // namespace voxrt::cpu

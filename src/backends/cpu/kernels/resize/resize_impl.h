@@ -34,13 +34,21 @@ struct ResizeImpl {
     });
   }
 
+  // A whole vector to p: streamed when asked and p is aligned for it, else stored.
+  static void put(T* p, V v, bool stream) {
+    if (stream && reinterpret_cast<uintptr_t>(p) % (W * sizeof(T)) == 0)
+      S::stream(p, v);
+    else
+      S::store(p, v);
+  }
+
   static void lerp(const float* tmp, const int32_t* x0, const int32_t* x1, const float* w0,
-                   const float* w1, void* y_v, int64_t n) {
+                   const float* w1, void* y_v, int64_t n, bool stream) {
     T* y = static_cast<T*>(y_v);
     int64_t i = 0;
     for (; i + W <= n; i += W) {
       V a = S::gather(tmp, x0 + i), b = S::gather(tmp, x1 + i);
-      S::store(y + i, S::fmadd(b, S::load(w1 + i), S::mul(a, S::load(w0 + i))));
+      put(y + i, S::fmadd(b, S::load(w1 + i), S::mul(a, S::load(w0 + i))), stream);
     }
     for (; i < n; ++i) {
       float v = w0[i] * tmp[x0[i]] + w1[i] * tmp[x1[i]];
@@ -48,7 +56,7 @@ struct ResizeImpl {
     }
   }
 
-  static void lerp_x2(const float* tmp, void* y_v, int64_t n) {
+  static void lerp_x2(const float* tmp, void* y_v, int64_t n, bool stream) {
     T* y = static_cast<T*>(y_v);
     const V q = S::set1(0.25f), tq = S::set1(0.75f);
     for_vectors<S>(n, [&](int64_t i, int c) {
@@ -59,8 +67,8 @@ struct ResizeImpl {
       V lo, hi;
       S::interleave(ev, od, lo, hi);
       if (c == W) {
-        S::store(y + 2 * i, lo);
-        S::store(y + 2 * i + W, hi);
+        put(y + 2 * i, lo, stream);
+        put(y + 2 * i + W, hi, stream);
       } else {
         int c2 = 2 * c;
         S::store_partial(y + 2 * i, lo, c2 < W ? c2 : W);

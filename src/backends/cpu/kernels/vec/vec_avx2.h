@@ -42,6 +42,11 @@ struct VecAvx2 {
     _mm_store_si128(reinterpret_cast<__m128i*>(b), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     __builtin_memcpy(p, b, static_cast<unsigned>(n) * 2);
   }
+  // Non-temporal stores of a whole vector (see vec_avx512.h).
+  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
+  static void stream(Half* p, V v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
   static float load1(const float* p) { return *p; }
   static float load1(const Half* p) { return _cvtsh_ss(p->bits); }
   static void store1(float* p, float v) { *p = v; }

@@ -40,6 +40,13 @@ struct VecAvx512 {
   static void store_partial(Half* p, V v, int n) {
     _mm256_mask_storeu_epi16(p, first(n), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
+  // Non-temporal stores of a whole vector, past the caches; p aligned to the vector's bytes
+  // (kWidth elements of the storage type). The writer fences before others read them.
+  static void stream(float* p, V v) { _mm512_stream_ps(p, v); }
+  static void stream(Half* p, V v) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
   static float load1(const float* p) { return *p; }
   static float load1(const Half* p) { return _cvtsh_ss(p->bits); }
   static void store1(float* p, float v) { *p = v; }

@@ -29,6 +29,9 @@ struct VecScalar {
   static void store_partial(Half* p, V v, int n) {
     if (n > 0) store(p, v);
   }
+  // One element has nothing to stream past: a plain store (see vec_avx512.h).
+  static void stream(float* p, V v) { store(p, v); }
+  static void stream(Half* p, V v) { store(p, v); }
   static float load1(const float* p) { return *p; }
   static float load1(const Half* p) { return half_to_float(p->bits); }
   static void store1(float* p, float v) { *p = v; }
