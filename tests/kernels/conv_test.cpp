@@ -186,6 +186,30 @@ TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
   }
 }
 
+// Kernel-equals-stride up-convolutions (nnU-Net's) with kernel 2 along the width interleave their
+// two width taps into the output with non-temporal stores where the output exceeds
+// streams_output's threshold: here every output does. Output rows of 16 elements (every one
+// aligned), 14, 26 and 18 (some), fp32 and fp16, on the pool and off it.
+TEST_P(ConvLoweringTest, StreamedConvTransposeMatchesReference) {
+  struct StreamAbove {
+    int64_t previous = set_stream_above(0);
+    ~StreamAbove() { set_stream_above(previous); }
+  } streamed;
+  ThreadPool pool(2);
+  std::mt19937 rng(23);
+  std::vector<ConvCase> cases;
+  add_case(cases, "ConvTranspose", {1, 8, 4, 5, 8}, {8, 6, 2, 2, 2}).ints("strides", {2, 2, 2});
+  add_case(cases, "ConvTranspose", {2, 3, 3, 4, 7}, {3, 5, 2, 2, 2}).ints("strides", {2, 2, 2});
+  add_case(cases, "ConvTranspose", {1, 4, 9, 13}, {4, 3, 2, 2}).ints("strides", {2, 2});
+  ConvCase& fused = add_case(cases, "FusedConvTranspose", {1, 5, 3, 6, 9}, {5, 4, 1, 2, 2})
+                        .ints("strides", {1, 2, 2});
+  fused.activation = "Relu";
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+}
+
 // Rows with fp16 storage and fp32 arithmetic (F16C) keep their panels as fp16 between runs and
 // widen them as they go. With a budget of a few hundred bytes every convolution here widens them
 // block by block (the direct path per slab and block, the packed path per item and block), which

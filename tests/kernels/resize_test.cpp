@@ -1,8 +1,7 @@
 // Resize kernels (nearest in every mode, linear in every supported coordinate mode, the scale-2
 // half-pixel row kernel, scales and sizes, 1D to 3D, Upsample) against the reference ops, f32
 // and f16, on every ISA this CPU has.
-#include "backends/cpu/kernels/resize/resize.h"
-
+#include "backends/cpu/driver_util.h"
 #include "cpu_op_harness.h"
 
 namespace voxrt::test {
@@ -69,8 +68,8 @@ TEST_P(Resize, Linear) {
 TEST_P(Resize, LinearStreamed) {
   VOXRT_REQUIRE_ISA(GetParam());
   struct StreamAbove {
-    int64_t previous = cpu::set_resize_stream_above(0);
-    ~StreamAbove() { cpu::set_resize_stream_above(previous); }
+    int64_t previous = cpu::set_stream_above(0);
+    ~StreamAbove() { cpu::set_stream_above(previous); }
   } streamed;
   std::mt19937 rng(11);
   std::vector<ResizeCase> streamed_cases = cases();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -16,6 +17,26 @@ namespace voxrt::cpu {
 /// Elements one task handles in streaming kernels: big enough to amortize the pool's dispatch,
 /// small enough to balance a few threads.
 inline constexpr int64_t kChunkElems = 1 << 15;
+
+/// Outputs of more bytes than this are written with non-temporal stores by the drivers whose
+/// time is their stores (Resize's linear rows, the kernel-equals-stride ConvTranspose's
+/// interleave): an output this large is read back from memory by the next layer either way, and
+/// written through the caches each line is first read for ownership, from the other core where
+/// that core last held it. Smaller ones may still be in L3 for their reader: unet2d's 4 MB
+/// upsample, streamed, took 0.21 -> 0.10 ms on two threads but its reader 1.31 -> 1.48 on one
+/// (Zen 5). Settable for tests (set_stream_above).
+inline std::atomic<int64_t> stream_above{8 << 20};
+
+/// Whether an output of `bytes` goes out as non-temporal stores (see stream_above). The writer
+/// fences (_mm_sfence) before its part is reported done.
+inline bool streams_output(size_t bytes) {
+  return static_cast<int64_t>(bytes) > stream_above.load(std::memory_order_relaxed);
+}
+
+/// Sets stream_above, returning the previous threshold.
+inline int64_t set_stream_above(int64_t bytes) {
+  return stream_above.exchange(std::max<int64_t>(bytes, 0));
+}
 
 /// fn(begin, end) over items [0, n): across the pool in ranges of at most `max_chunk` items (0:
 /// about four a thread), or on the calling thread alone where there is no pool or one item.

@@ -4,7 +4,6 @@
 // tf_* coordinates are declined at load; shapes outside the fast path run the reference.
 #include <immintrin.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -16,17 +15,6 @@
 
 namespace voxrt::cpu {
 namespace {
-
-// Linear outputs of more bytes than this are written with non-temporal stores. A Resize does
-// little arithmetic a byte, so its time is its stores, and an output this large is read back
-// from memory by the next layer either way; written through the caches, each line is first
-// read for ownership (from the other core, where that core last held it). Zen 5, `voxrt
-// profile`, unet3d_resize fp32, three alternations at two threads and two at one: the 12 x
-// 96^3 upsample (42 MB) 2.70-2.87 -> 1.57-1.65 ms on two threads, 3.54-3.89 -> 2.96-3.13 on
-// one; the 24 x 48^3 one (10.6 MB) 0.95-1.02 -> 0.80-0.87 and 1.33-1.36 -> 1.10-1.13; the
-// convolutions reading them unchanged. unet2d's 16 x 256^2 (4 MB) gained alone on two threads
-// (0.21 -> 0.10 ms) but its reader lost more on one (1.31 -> 1.48): it had been in L3.
-std::atomic<int64_t> stream_above{8 << 20};
 
 enum class Coord { half_pixel, pytorch_half_pixel, align_corners, asymmetric };
 // `legacy`: Upsample's and Resize-10's rule, floor when upsampling and ceil when downsampling.
@@ -202,7 +190,11 @@ class ResizeCpuOp : public CpuOp {
     // would stall on store forwarding.
     const int64_t planes = rows / (out3[0] * out3[1]);
     const int64_t bands = row_bands(ctx.pool, out3[0], out3[1]);
-    const bool stream = static_cast<int64_t>(y.nbytes()) > stream_above.load();
+    // Large outputs streamed (streams_output). Zen 5, `voxrt profile`, unet3d_resize fp32,
+    // three alternations at two threads and two at one: the 12 x 96^3 upsample (42 MB) 2.70-2.87
+    // -> 1.57-1.65 ms on two threads, 3.54-3.89 -> 2.96-3.13 on one; the 24 x 48^3 one (10.6 MB)
+    // 0.95-1.02 -> 0.80-0.87 and 1.33-1.36 -> 1.10-1.13; the convolutions reading them unchanged.
+    const bool stream = streams_output(y.nbytes());
     split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
       size_t padded = static_cast<size_t>(in3[2] + 2);
       std::vector<float> tmp(2 * padded);
@@ -342,10 +334,6 @@ std::unique_ptr<Op> lower_resize(const LowerContext& ctx, std::unique_ptr<Op>& r
 }
 
 }  // namespace
-
-int64_t set_resize_stream_above(int64_t bytes) {
-  return stream_above.exchange(std::max<int64_t>(bytes, 0));
-}
 
 void register_resize_lowerings(CpuRegistry& r) {
   r.add("Resize", lower_resize);

@@ -396,7 +396,8 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
 std::string ConvGemm::kernel_names() const {
   std::string name = g_.name;
   for (const GemmKernel* r : rows_)
-    if (r != &g_) name += "+" + std::to_string(r->mr) + "x" + std::to_string(r->nr);
+    if (r != &g_)
+      name.append("+").append(std::to_string(r->mr)).append("x").append(std::to_string(r->nr));
   return name;
 }
 

@@ -26,8 +26,4 @@ struct ResizeKernels {
 /// The best kernels for storage dtype `t` (f32 or f16) at or below `isa`; nullptr otherwise.
 const ResizeKernels* resize_kernels(DType t, Isa isa);
 
-/// Sets the output size (bytes) above which the Resize driver (resize_lowering.cpp) streams its
-/// linear rows past the caches; returns the previous one. For tests.
-int64_t set_resize_stream_above(int64_t bytes);
-
 }  // namespace voxrt::cpu
