@@ -43,6 +43,17 @@ void store_n(T* p, typename S::V v, int count) {
     S::store_partial(p, v, count);
 }
 
+/// store_n, except that with `stream` a whole vector at an address aligned to its bytes goes out
+/// as a non-temporal store (S::stream): outputs written past the caches (driver_util.h's
+/// streams_output), whose writer fences before they are read.
+template <class S, class T>
+void store_n(T* p, typename S::V v, int count, bool stream) {
+  if (stream && count == S::kWidth && reinterpret_cast<uintptr_t>(p) % (S::kWidth * sizeof(T)) == 0)
+    S::stream(p, v);
+  else
+    store_n<S>(p, v, count);
+}
+
 template <class S, class T>
 struct EltwiseImpl {
   using V = typename S::V;

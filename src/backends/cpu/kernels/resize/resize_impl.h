@@ -34,21 +34,13 @@ struct ResizeImpl {
     });
   }
 
-  // A whole vector to p: streamed when asked and p is aligned for it, else stored.
-  static void put(T* p, V v, bool stream) {
-    if (stream && reinterpret_cast<uintptr_t>(p) % (W * sizeof(T)) == 0)
-      S::stream(p, v);
-    else
-      S::store(p, v);
-  }
-
   static void lerp(const float* tmp, const int32_t* x0, const int32_t* x1, const float* w0,
                    const float* w1, void* y_v, int64_t n, bool stream) {
     T* y = static_cast<T*>(y_v);
     int64_t i = 0;
     for (; i + W <= n; i += W) {
       V a = S::gather(tmp, x0 + i), b = S::gather(tmp, x1 + i);
-      put(y + i, S::fmadd(b, S::load(w1 + i), S::mul(a, S::load(w0 + i))), stream);
+      store_n<S>(y + i, S::fmadd(b, S::load(w1 + i), S::mul(a, S::load(w0 + i))), W, stream);
     }
     for (; i < n; ++i) {
       float v = w0[i] * tmp[x0[i]] + w1[i] * tmp[x1[i]];
@@ -67,8 +59,8 @@ struct ResizeImpl {
       V lo, hi;
       S::interleave(ev, od, lo, hi);
       if (c == W) {
-        put(y + 2 * i, lo, stream);
-        put(y + 2 * i + W, hi, stream);
+        store_n<S>(y + 2 * i, lo, W, stream);
+        store_n<S>(y + 2 * i + W, hi, W, stream);
       } else {
         int c2 = 2 * c;
         S::store_partial(y + 2 * i, lo, c2 < W ? c2 : W);
