@@ -9,8 +9,14 @@ namespace voxrt {
 
 namespace {
 
-// How long a thread spins for what it waits on before it sleeps.
-constexpr auto kSpin = std::chrono::microseconds(100);
+// How long a thread spins for what it waits on before it sleeps: longer than the usual gap
+// between two jobs of a run. Two threads' halves of a layer differ by 100-250 us now and then
+// (unet3d_monai on Zen 5: the same layers, either core, run after run), so at 100 us the
+// faster thread often slept, and the next job waited for the futex wake: timed inside the pool,
+// a worker started its range 16 us after the job on average (200 us at worst), 0.8 us with
+// 1 ms. `voxrt bench`, two threads, eight alternations in a slow hour: unet3d_monai 17.8-18.4
+// -> 17.6-18.1 ms, unet2d 4.52-4.69 -> 4.46-4.54; within noise in a fast one.
+constexpr auto kSpin = std::chrono::microseconds(1000);
 
 // Spins until done() or kSpin has passed; returns done().
 template <class Done>
