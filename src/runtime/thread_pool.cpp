@@ -13,7 +13,7 @@ namespace {
 // between two jobs of a run. Two threads' halves of a layer differ by 100-250 us now and then
 // (unet3d_monai on Zen 5: the same layers, either core, run after run), so at 100 us the
 // faster thread often slept, and the next job waited for the futex wake: timed inside the pool,
-// a worker started its range 16 us after the job on average (200 us at worst), 0.8 us with
+// a worker started its range 16 us after the job on average (444 us at worst), 0.8 us with
 // 1 ms. `voxrt bench`, two threads, eight alternations in a slow hour: unet3d_monai 17.8-18.4
 // -> 17.6-18.1 ms, unet2d 4.52-4.69 -> 4.46-4.54; within noise in a fast one.
 constexpr auto kSpin = std::chrono::microseconds(1000);
