@@ -196,8 +196,12 @@ class ResizeCpuOp : public CpuOp {
     // 0.95-1.02 -> 0.80-0.87 and 1.33-1.36 -> 1.10-1.13; the convolutions reading them unchanged.
     const bool stream = streams_output(y.nbytes());
     split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
-      size_t padded = static_cast<size_t>(in3[2] + 2);
-      std::vector<float> tmp(2 * padded);
+      // Two fp32 rows, each starting on a 64-byte line (16 floats of room before it for
+      // row[-1]), so the interpolation's loads at the row's vector steps are aligned.
+      size_t padded = static_cast<size_t>((in3[2] + 1 + 15) / 16 * 16 + 16);
+      std::vector<float> tmp_buf(2 * padded + 16);
+      float* tmp_base =
+          tmp_buf.data() + (16 - reinterpret_cast<uintptr_t>(tmp_buf.data()) / 4 % 16) % 16;
       int64_t row_bytes = in3[2] * static_cast<int64_t>(es);
       for (int64_t u = u0; u < u1; ++u) {
         const size_t od = static_cast<size_t>(u / (bands * planes));
@@ -234,10 +238,10 @@ class ResizeCpuOp : public CpuOp {
         char* dst = yp + (plane * out_plane + (static_cast<int64_t>(od) * out3[1] + r0) * out3[2]) *
                              static_cast<int64_t>(es);
         const size_t first = static_cast<size_t>(r0), end = static_cast<size_t>(r1);
-        blend(first, tmp.data() + (first & 1) * padded + 1);
+        blend(first, tmp_base + (first & 1) * padded + 16);
         for (size_t oh = first; oh < end; ++oh) {
-          if (oh + 1 < end) blend(oh + 1, tmp.data() + ((oh + 1) & 1) * padded + 1);
-          const float* row = tmp.data() + (oh & 1) * padded + 1;
+          if (oh + 1 < end) blend(oh + 1, tmp_base + ((oh + 1) & 1) * padded + 16);
+          const float* row = tmp_base + (oh & 1) * padded + 16;
           if (x2)
             k_->lerp_x2(row, dst, in3[2], stream);
           else
