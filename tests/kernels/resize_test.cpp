@@ -111,6 +111,32 @@ TEST_P(Resize, Nearest) {
         }
 }
 
+// Nearest rows doubled along the width, streamed past the caches as large outputs are (every
+// size above 0 bytes here): the same results. Rows of 12 to 134 elements, aligned or not.
+TEST_P(Resize, NearestStreamed) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  struct StreamAbove {
+    int64_t previous = cpu::set_stream_above(0);
+    ~StreamAbove() { cpu::set_stream_above(previous); }
+  } streamed;
+  std::mt19937 rng(14);
+  std::vector<ResizeCase> streamed_cases = cases();
+  streamed_cases.push_back({{1, 2, 3, 5, 16}, {1, 1, 2, 2, 2}});
+  for (const char* coord : {"asymmetric", "half_pixel"})
+    for (DType t : {DType::f32, DType::f16})
+      for (const ResizeCase& c : streamed_cases) {
+        OneNode n("Resize", 13);
+        n.input("x", random_tensor(t, c.x, rng));
+        add_scales(n, c);
+        n.attr_string("coordinate_transformation_mode", coord);
+        n.attr_string("nearest_mode", "floor");
+        n.output("y");
+        CpuRun r = n.run(GetParam());
+        EXPECT_NE(r.kernel, "ref");
+        EXPECT_EQ(r.error, 0) << coord << " " << dtype_name(t) << " " << shape_str(c.x);
+      }
+}
+
 TEST_P(Resize, UpsampleAndResize10) {
   VOXRT_REQUIRE_ISA(GetParam());
   std::mt19937 rng(10);

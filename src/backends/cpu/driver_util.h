@@ -2,6 +2,8 @@
 // kernels.
 #pragma once
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -19,12 +21,12 @@ namespace voxrt::cpu {
 inline constexpr int64_t kChunkElems = 1 << 15;
 
 /// Outputs of more bytes than this are written with non-temporal stores by the drivers whose
-/// time is their stores (Resize's linear rows, the kernel-equals-stride ConvTranspose's
-/// interleave): an output this large is read back from memory by the next layer either way, and
-/// written through the caches each line is first read for ownership, from the other core where
-/// that core last held it. Smaller ones may still be in L3 for their reader: unet2d's 4 MB
-/// upsample, streamed, took 0.21 -> 0.10 ms on two threads but its reader 1.31 -> 1.48 on one
-/// (Zen 5). Settable for tests (set_stream_above).
+/// time is their stores (Resize's linear rows and nearest rows doubled along the width, the
+/// kernel-equals-stride ConvTranspose's interleave): an output this large is read back from memory
+/// by the next layer either way, and written through the caches each line is first read for
+/// ownership, from the other core where that core last held it. Smaller ones may still be in L3 for
+/// their reader: unet2d's 4 MB upsample, streamed, took 0.21 -> 0.10 ms on two threads but its
+/// reader 1.31 -> 1.48 on one (Zen 5). Settable for tests (set_stream_above).
 inline std::atomic<int64_t> stream_above{8 << 20};
 
 /// Whether an output of `bytes` goes out as non-temporal stores (see stream_above). The writer
@@ -36,6 +38,41 @@ inline bool streams_output(size_t bytes) {
 /// Sets stream_above, returning the previous threshold.
 inline int64_t set_stream_above(int64_t bytes) {
   return stream_above.exchange(std::max<int64_t>(bytes, 0));
+}
+
+/// dst[2j] = a[j], dst[2j + 1] = b[j] for j < n (a kernel-2 ConvTranspose's two width taps;
+/// with a == b, a row doubled by nearest Resize). T: uint16_t or a 4-byte type.
+template <class T>
+void interleave(const T* __restrict a, const T* __restrict b, int64_t n, T* __restrict dst) {
+  for (int64_t j = 0; j < n; ++j) {
+    dst[2 * j] = a[j];
+    dst[2 * j + 1] = b[j];
+  }
+}
+
+/// interleave with non-temporal stores (streams_output) where dst is 16-byte aligned, 16 bytes of
+/// each source at a time (SSE2, which every x86-64 has: drivers are built for nothing above it).
+template <class T>
+void interleave_stream(const T* __restrict a, const T* __restrict b, int64_t n, T* __restrict dst) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4);
+  constexpr int64_t lanes = 16 / sizeof(T);
+  int64_t j = 0;
+  if (reinterpret_cast<uintptr_t>(dst) % 16 == 0)
+    for (; j + lanes <= n; j += lanes) {
+      const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + j)),
+                    vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j));
+      __m128i lo, hi;
+      if constexpr (sizeof(T) == 4) {
+        lo = _mm_unpacklo_epi32(va, vb);
+        hi = _mm_unpackhi_epi32(va, vb);
+      } else {
+        lo = _mm_unpacklo_epi16(va, vb);
+        hi = _mm_unpackhi_epi16(va, vb);
+      }
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 2 * j), lo);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 2 * j + lanes), hi);
+    }
+  interleave(a + j, b + j, n - j, dst + 2 * j);
 }
 
 /// fn(begin, end) over items [0, n): across the pool in ranges of at most `max_chunk` items (0:

@@ -1,7 +1,5 @@
 // ConvTranspose as gemm: for each input position p, col[(m, tap), p] = sum_c W[c, m, tap] x[c, p],
 // then col is scattered to output position p * stride + tap * dilation - pad.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -98,40 +96,6 @@ void copy_strided(const uint8_t* src, int64_t n, size_t es, uint8_t* dst, int64_
   } else {
     for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * stride * 2, src + j * 2, 2);
   }
-}
-
-// dst[2j] = a[j], dst[2j + 1] = b[j]: the two taps of a kernel-2 stride-2 width axis. The
-// phases come from a tile or strip buffer, never the output.
-template <class T>
-void interleave(const T* __restrict a, const T* __restrict b, int64_t n, T* __restrict dst) {
-  for (int64_t j = 0; j < n; ++j) {
-    dst[2 * j] = a[j];
-    dst[2 * j + 1] = b[j];
-  }
-}
-
-// interleave with non-temporal stores (streams_output) where dst is 16-byte aligned, 16 bytes of
-// each phase at a time (SSE2, which every x86-64 has: this file is built for none above it).
-template <class T>
-void interleave_stream(const T* __restrict a, const T* __restrict b, int64_t n, T* __restrict dst) {
-  constexpr int64_t lanes = 16 / sizeof(T);
-  int64_t j = 0;
-  if (reinterpret_cast<uintptr_t>(dst) % 16 == 0)
-    for (; j + lanes <= n; j += lanes) {
-      const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + j)),
-                    vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j));
-      __m128i lo, hi;
-      if constexpr (sizeof(T) == 4) {
-        lo = _mm_unpacklo_epi32(va, vb);
-        hi = _mm_unpackhi_epi32(va, vb);
-      } else {
-        lo = _mm_unpacklo_epi16(va, vb);
-        hi = _mm_unpackhi_epi16(va, vb);
-      }
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 2 * j), lo);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 2 * j + lanes), hi);
-    }
-  interleave(a + j, b + j, n - j, dst + 2 * j);
 }
 
 // The two taps of a width run at `src` (tile rows `row_stride` elements apart) into dst, on
