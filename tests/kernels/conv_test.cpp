@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_op.h"
 #include "conv_cases.h"
 #include "runtime/thread_pool.h"
+#include "support/stream_everything.h"
 
 namespace voxrt::cpu::conv_cases {
 namespace {
@@ -191,10 +192,7 @@ TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
 // streams_output's threshold: here every output does. Output rows of 16 elements (every one
 // aligned), 14, 26 and 18 (some), fp32 and fp16, on the pool and off it.
 TEST_P(ConvLoweringTest, StreamedConvTransposeMatchesReference) {
-  struct StreamAbove {
-    int64_t previous = set_stream_above(0);
-    ~StreamAbove() { set_stream_above(previous); }
-  } streamed;
+  test::StreamEverything streamed;
   ThreadPool pool(2);
   std::mt19937 rng(23);
   std::vector<ConvCase> cases;
