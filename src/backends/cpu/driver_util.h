@@ -25,8 +25,9 @@ inline constexpr int64_t kChunkElems = 1 << 15;
 /// kernel-equals-stride ConvTranspose's interleave): an output this large is read back from memory
 /// by the next layer either way, and written through the caches each line is first read for
 /// ownership, from the other core where that core last held it. Smaller ones may still be in L3 for
-/// their reader: unet2d's 4 MB upsample, streamed, took 0.21 -> 0.10 ms on two threads but its
-/// reader 1.31 -> 1.48 on one (Zen 5). Settable for tests (set_stream_above).
+/// their reader: unet2d's 4 MB upsample, streamed, took 0.21 -> 0.10 ms on two threads with its
+/// reader 0.75 -> 0.81, and on one thread its reader 1.31 -> 1.48 (Zen 5). Settable for tests
+/// (set_stream_above).
 inline std::atomic<int64_t> stream_above{8 << 20};
 
 /// Whether an output of `bytes` goes out as non-temporal stores (see stream_above). The writer
