@@ -22,6 +22,7 @@
 #include "runtime/thread_pool.h"
 #include "support/attr_setters.h"
 #include "support/rel_l2.h"
+#include "support/scoped_setting.h"
 
 namespace voxrt::cpu::conv_cases {
 
@@ -368,17 +369,8 @@ class ConvLoweringTest : public ::testing::TestWithParam<Path> {
   }
 };
 
-// Sets the direct path's per-thread slab budget for a scope, then puts the previous one back.
-class SlabBudget {
- public:
-  explicit SlabBudget(int64_t bytes) : previous_(ConvGemm::set_slab_budget(bytes)) {}
-  ~SlabBudget() { ConvGemm::set_slab_budget(previous_); }
-  SlabBudget(const SlabBudget&) = delete;
-  SlabBudget& operator=(const SlabBudget&) = delete;
-
- private:
-  int64_t previous_;
-};
+// The direct path's per-thread slab budget for a scope.
+using SlabBudget = test::ScopedSetting<int64_t, &ConvGemm::set_slab_budget>;
 
 // Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating a pool of
 // `threads` with none, or with `always_pool` on the pool every time.

@@ -13,7 +13,6 @@
 #include "backends/cpu/cpu_op.h"
 #include "conv_cases.h"
 #include "runtime/thread_pool.h"
-#include "support/stream_everything.h"
 
 namespace voxrt::cpu::conv_cases {
 namespace {
@@ -192,7 +191,7 @@ TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
 // streams_output's threshold: here every output does. Output rows of 16 elements (every one
 // aligned), 14, 26 and 18 (some), fp32 and fp16, on the pool and off it.
 TEST_P(ConvLoweringTest, StreamedConvTransposeMatchesReference) {
-  test::StreamEverything streamed;
+  const test::ScopedSetting<int64_t, &set_stream_above> streamed(0);  // every output streamed
   ThreadPool pool(2);
   std::mt19937 rng(23);
   std::vector<ConvCase> cases;
@@ -218,10 +217,7 @@ TEST_P(ConvLoweringTest, StreamedConvTransposeMatchesReference) {
 TEST_P(ConvLoweringTest, Fp16PanelsWidenedInBlocksMatchReference) {
   if (GetParam().fpmath == FpMath::bf16 || GetParam().isa == Isa::avx512fp16)
     GTEST_SKIP() << "only rows with fp16 storage and fp32 arithmetic keep fp16 panels";
-  struct RestoreBudget {
-    size_t bytes;
-    ~RestoreBudget() { APanels::set_widen_budget(bytes); }
-  } restore{APanels::set_widen_budget(512)};
+  const test::ScopedSetting<size_t, &APanels::set_widen_budget> budget(512);
   ThreadPool pool(2);
   std::mt19937 rng(17);
   int k = 0;
