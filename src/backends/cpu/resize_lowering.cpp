@@ -173,6 +173,27 @@ class ResizeCpuOp : public CpuOp {
     return true;
   }
 
+  // Both modes' work: items (output D index, band of output rows, plane) in one range a thread,
+  // range t first on thread t (split_ranges), so each core writes the depths, or in a shallow
+  // output (2D) the band of rows, that the convolution after it reads on that core (its own depth
+  // ranges and row bands), for every channel, and reads the rows of the layer before it that core
+  // wrote. A range makes its scratch once (`state()`), then item(scratch, od, plane, r0, r1) for
+  // output rows [r0, r1) of each item; with `stream`, it fences its streamed stores after.
+  template <class State, class Item>
+  static void for_items(const RunContext& ctx, const int64_t* out3, int64_t planes, bool stream,
+                        State&& state, Item&& item) {
+    const int64_t bands = row_bands(ctx.pool, out3[0], out3[1]);
+    split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
+      auto scratch = state();
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
+        item(scratch, od, plane, out3[1] * band / bands, out3[1] * (band + 1) / bands);
+      }
+      // Streamed stores are weakly ordered: visible before this thread reports its range done.
+      if (stream) _mm_sfence();
+    });
+  }
+
   void run_linear(const RunContext& ctx, const Tensor& x, Tensor& y, const AxisTable* t,
                   const int64_t* in3, const int64_t* out3, int64_t rows) const {
     size_t es = dtype_size(x.dtype());
@@ -180,79 +201,69 @@ class ResizeCpuOp : public CpuOp {
     int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
     const char* xp = static_cast<const char*>(x.raw());
     char* yp = static_cast<char*>(y.raw());
-    // Items (output D index, band of output rows, plane) in one range a thread, range t first
-    // on thread t (split_ranges): each core writes the depths, or in a shallow output (2D) the
-    // band of rows, that the convolution after it reads on that core (its own depth ranges and
-    // row bands), for every channel, and reads the rows of the layer before it that core wrote.
-    // An item's output rows run along H in order. Each output row blends up to 2 x 2 input rows
-    // (D taps x H taps) with weights w_d * w_h into an fp32 row, which is interpolated along W
-    // one row later: reading the row right after its vector stores, at a one-element offset,
-    // would stall on store forwarding.
-    const int64_t planes = rows / (out3[0] * out3[1]);
-    const int64_t bands = row_bands(ctx.pool, out3[0], out3[1]);
+    // An item's output rows run along H in order (for_items). Each output row blends up to 2 x 2
+    // input rows (D taps x H taps) with weights w_d * w_h into an fp32 row, which is interpolated
+    // along W one row later: reading the row right after its vector stores, at a one-element
+    // offset, would stall on store forwarding.
     // Large outputs streamed (streams_output). Zen 5, `voxrt profile`, unet3d_resize fp32,
     // three alternations at two threads and two at one: the 12 x 96^3 upsample (42 MB) 2.70-2.87
     // -> 1.57-1.65 ms on two threads, 3.54-3.89 -> 2.96-3.13 on one; the 24 x 48^3 one (10.6 MB)
     // 0.95-1.02 -> 0.80-0.87 and 1.33-1.36 -> 1.10-1.13; the convolutions reading them unchanged.
     const bool stream = streams_output(y.nbytes());
-    split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
-      // Two fp32 rows, each starting on a 64-byte line (16 floats of room before it for
-      // row[-1]), so the interpolation's loads at the row's vector steps are aligned.
-      size_t padded = static_cast<size_t>((in3[2] + 1 + 15) / 16 * 16 + 16);
-      std::vector<float> tmp_buf(2 * padded + 16);
+    // A range's scratch: two fp32 rows, each starting on a 64-byte line (16 floats of room before
+    // it for row[-1]), so the interpolation's loads at the row's vector steps are aligned.
+    const size_t padded = static_cast<size_t>((in3[2] + 1 + 15) / 16 * 16 + 16);
+    const int64_t row_bytes = in3[2] * static_cast<int64_t>(es);
+    auto rows_buffer = [&] { return std::vector<float>(2 * padded + 16); };
+    auto item = [&](std::vector<float>& tmp_buf, int64_t od64, int64_t plane, int64_t r0,
+                    int64_t r1) {
       float* tmp_base =
           tmp_buf.data() + (16 - reinterpret_cast<uintptr_t>(tmp_buf.data()) / 4 % 16) % 16;
-      int64_t row_bytes = in3[2] * static_cast<int64_t>(es);
-      for (int64_t u = u0; u < u1; ++u) {
-        const size_t od = static_cast<size_t>(u / (bands * planes));
-        const int64_t band = u / planes % bands, plane = u % planes;
-        const int64_t r0 = out3[1] * band / bands, r1 = out3[1] * (band + 1) / bands;
-        const char* dsrc[2];
-        float dw[2];
-        int nd = 0;
-        for (int a = 0; a < 2; ++a) {
-          float w = a ? t[0].w1[od] : t[0].w0[od];
-          if (w == 0) continue;
-          int64_t id = a ? t[0].i1[od] : t[0].i0[od];
-          dsrc[nd] = xp + (plane * in_plane + id * in3[1] * in3[2]) * static_cast<int64_t>(es);
-          dw[nd++] = w;
-        }
-        auto blend = [&](size_t oh, float* row) {
-          const void* src[4];
-          float w[4];
-          int n = 0;
-          float wh0 = t[1].w0[oh], wh1 = t[1].w1[oh];
-          int64_t h0 = t[1].i0[oh] * row_bytes, h1 = t[1].i1[oh] * row_bytes;
-          for (int a = 0; a < nd; ++a) {
-            src[n] = dsrc[a] + h0;
-            w[n++] = dw[a] * wh0;
-            if (wh1 != 0) {
-              src[n] = dsrc[a] + h1;
-              w[n++] = dw[a] * wh1;
-            }
-          }
-          k_->blend_rows(src, w, n, row, in3[2]);
-          row[-1] = row[0];
-          row[in3[2]] = row[in3[2] - 1];
-        };
-        char* dst = yp + (plane * out_plane + (static_cast<int64_t>(od) * out3[1] + r0) * out3[2]) *
-                             static_cast<int64_t>(es);
-        const size_t first = static_cast<size_t>(r0), end = static_cast<size_t>(r1);
-        blend(first, tmp_base + (first & 1) * padded + 16);
-        for (size_t oh = first; oh < end; ++oh) {
-          if (oh + 1 < end) blend(oh + 1, tmp_base + ((oh + 1) & 1) * padded + 16);
-          const float* row = tmp_base + (oh & 1) * padded + 16;
-          if (x2)
-            k_->lerp_x2(row, dst, in3[2], stream);
-          else
-            k_->lerp(row, t[2].i0.data(), t[2].i1.data(), t[2].w0.data(), t[2].w1.data(), dst,
-                     out3[2], stream);
-          dst += out3[2] * static_cast<int64_t>(es);
-        }
+      const size_t od = static_cast<size_t>(od64);
+      const char* dsrc[2];
+      float dw[2];
+      int nd = 0;
+      for (int a = 0; a < 2; ++a) {
+        float w = a ? t[0].w1[od] : t[0].w0[od];
+        if (w == 0) continue;
+        int64_t id = a ? t[0].i1[od] : t[0].i0[od];
+        dsrc[nd] = xp + (plane * in_plane + id * in3[1] * in3[2]) * static_cast<int64_t>(es);
+        dw[nd++] = w;
       }
-      // Streamed stores are weakly ordered: visible before this thread reports its range done.
-      if (stream) _mm_sfence();
-    });
+      auto blend = [&](size_t oh, float* row) {
+        const void* src[4];
+        float w[4];
+        int n = 0;
+        float wh0 = t[1].w0[oh], wh1 = t[1].w1[oh];
+        int64_t h0 = t[1].i0[oh] * row_bytes, h1 = t[1].i1[oh] * row_bytes;
+        for (int a = 0; a < nd; ++a) {
+          src[n] = dsrc[a] + h0;
+          w[n++] = dw[a] * wh0;
+          if (wh1 != 0) {
+            src[n] = dsrc[a] + h1;
+            w[n++] = dw[a] * wh1;
+          }
+        }
+        k_->blend_rows(src, w, n, row, in3[2]);
+        row[-1] = row[0];
+        row[in3[2]] = row[in3[2] - 1];
+      };
+      char* dst =
+          yp + (plane * out_plane + (od64 * out3[1] + r0) * out3[2]) * static_cast<int64_t>(es);
+      const size_t first = static_cast<size_t>(r0), end = static_cast<size_t>(r1);
+      blend(first, tmp_base + (first & 1) * padded + 16);
+      for (size_t oh = first; oh < end; ++oh) {
+        if (oh + 1 < end) blend(oh + 1, tmp_base + ((oh + 1) & 1) * padded + 16);
+        const float* row = tmp_base + (oh & 1) * padded + 16;
+        if (x2)
+          k_->lerp_x2(row, dst, in3[2], stream);
+        else
+          k_->lerp(row, t[2].i0.data(), t[2].i1.data(), t[2].w0.data(), t[2].w1.data(), dst,
+                   out3[2], stream);
+        dst += out3[2] * static_cast<int64_t>(es);
+      }
+    };
+    for_items(ctx, out3, rows / (out3[0] * out3[1]), stream, rows_buffer, item);
   }
 
   // `dup2`: each source element twice (n even), streamed or not.
@@ -273,10 +284,6 @@ class ResizeCpuOp : public CpuOp {
     bool dup2 = out3[2] == 2 * in3[2];
     for (int64_t i = 0; dup2 && i < out3[2]; ++i) dup2 = t[2].i0[static_cast<size_t>(i)] == i / 2;
     int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
-    // Items as run_linear's: thread t writes the t-th range of depths (or of rows, in 2D) of
-    // every channel.
-    const int64_t planes = rows / (out3[0] * out3[1]),
-                  bands = row_bands(ctx.pool, out3[0], out3[1]);
     // Rows doubled along the width are all stores: large outputs streamed (streams_output).
     // unet3d_resize with its upsamples made nearest, `voxrt profile`, three alternations: the
     // 12 x 96^3 one 1.70-1.82 -> 1.23-1.46 ms on two threads, 1.98-2.24 -> 2.27-2.61 on one with
@@ -284,23 +291,22 @@ class ResizeCpuOp : public CpuOp {
     // 0.66-0.84 -> 0.60-0.68. (`resize_bench`, writing one 56 MB output over and over, lost:
     // 2.0-2.3 -> 2.4-2.5 ms. Part of it stays in cache from one iteration to the next.)
     const bool stream = dup2 && streams_output(y.nbytes());
-    split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
-      for (int64_t u = u0; u < u1; ++u) {
-        const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
-        for (int64_t oh = out3[1] * band / bands; oh < out3[1] * (band + 1) / bands; ++oh) {
-          int64_t id = t[0].i0[static_cast<size_t>(od)], ih = t[1].i0[static_cast<size_t>(oh)];
-          int64_t src = plane * in_plane + (id * in3[1] + ih) * in3[2];
-          int64_t dst = plane * out_plane + (od * out3[1] + oh) * out3[2];
-          if (es == 2)
-            gather_row(x.data<uint16_t>() + src, t[2].i0.data(), y.data<uint16_t>() + dst, out3[2],
-                       dup2, stream);
-          else
-            gather_row(x.data<uint32_t>() + src, t[2].i0.data(), y.data<uint32_t>() + dst, out3[2],
-                       dup2, stream);
-        }
+    auto item = [&](int, int64_t od, int64_t plane, int64_t r0, int64_t r1) {
+      const int64_t id = t[0].i0[static_cast<size_t>(od)];
+      for (int64_t oh = r0; oh < r1; ++oh) {
+        int64_t ih = t[1].i0[static_cast<size_t>(oh)];
+        int64_t src = plane * in_plane + (id * in3[1] + ih) * in3[2];
+        int64_t dst = plane * out_plane + (od * out3[1] + oh) * out3[2];
+        if (es == 2)
+          gather_row(x.data<uint16_t>() + src, t[2].i0.data(), y.data<uint16_t>() + dst, out3[2],
+                     dup2, stream);
+        else
+          gather_row(x.data<uint32_t>() + src, t[2].i0.data(), y.data<uint32_t>() + dst, out3[2],
+                     dup2, stream);
       }
-      if (stream) _mm_sfence();
-    });
+    };
+    for_items(
+        ctx, out3, rows / (out3[0] * out3[1]), stream, [] { return 0; }, item);
   }
 
   ResizeConfig c_;
