@@ -17,6 +17,7 @@ const std::vector<Pass>& portable_passes() {
       {"fuse-group-norm", fuse_group_norm},
       {"fuse-norm-activation", fuse_norm_activation},
       {"fuse-concat-into-conv", fuse_concat_into_conv},
+      {"fuse-conv-head", fuse_conv_head},
       {"fuse-output-cast", fuse_output_cast},
   };
   return passes;

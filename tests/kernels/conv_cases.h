@@ -33,11 +33,17 @@ struct ConvCase : test::AttrSetters<ConvCase> {
   bool residual = false;         // FusedConv only
   std::string activation;        // Fused* only: "", Relu, LeakyRelu
   std::vector<int64_t> x_parts;  // FusedConv only: channels of each part of X (empty: one part)
+  int64_t head = 0;              // FusedConv only: a 1x1 head of this many channels (0: none)
+  bool head_bias = true;
+  bool head_softmax = false;
 
   std::string str() const {
     std::string t = op + " x" + shape_str(x) + " w" + shape_str(w) + (bias ? " bias" : "") +
                     (residual ? " residual" : "") + (activation.empty() ? "" : " " + activation);
     if (!x_parts.empty()) t += " x_parts" + shape_str(x_parts);
+    if (head > 0)
+      t += " head " + std::to_string(head) + (head_bias ? " with bias" : "") +
+           (head_softmax ? " softmax" : "");
     for (const auto& [name, a] : attrs) {
       t += " " + name + "=";
       if (a.kind == ir::Attribute::Kind::is)
@@ -64,7 +70,7 @@ inline Tensor random_tensor(DType t, const Shape& shape, std::mt19937& rng, doub
 // A one-node graph with W and B as constants, the reference op for it, and its output shape.
 struct Built {
   ir::Graph graph;
-  Tensor x, w, b, residual;
+  Tensor x, w, b, residual, head_w, head_b;
   std::vector<Tensor> parts;  // X cut along channels as the case's x_parts say
   Shape y;
 };
@@ -144,6 +150,27 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     n.attrs.items["x_parts"].kind = ir::Attribute::Kind::i;
     n.attrs.items["x_parts"].i = static_cast<int64_t>(c.x_parts.size());
   }
+  if (c.head > 0) {
+    // Its weights (Mh, M, 1...) and bias follow X's parts; Y has Mh channels.
+    Shape hw(c.w.size(), 1);
+    hw[0] = c.head;
+    hw[1] = m;
+    out.head_w = random_tensor(t, hw, rng, -1, 1);
+    out.head_b = random_tensor(t, {c.head}, rng, -0.5, 0.5);
+    n.inputs.resize(static_cast<size_t>(fused_head_input(n)), -1);
+    const int hwv = value("head_w"), hbv = c.head_bias ? value("head_b") : -1;
+    g.constants[hwv] = out.head_w;
+    if (hbv >= 0) g.constants[hbv] = out.head_b;
+    n.inputs.push_back(hwv);
+    n.inputs.push_back(hbv);
+    n.attrs.items[kFusedHead].kind = ir::Attribute::Kind::i;
+    n.attrs.items[kFusedHead].i = 1;
+    if (c.head_softmax) {
+      n.attrs.items[kFusedHeadSoftmax].kind = ir::Attribute::Kind::i;
+      n.attrs.items[kFusedHeadSoftmax].i = 1;
+    }
+    out.y[1] = c.head;
+  }
   g.nodes.push_back(n);
   return true;
 }
@@ -179,6 +206,17 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
   whole.attrs.items.erase("x_parts");
   std::vector<const Tensor*> in = {&b.x, &b.w, c.bias ? &b.b : nullptr};
   if (c.residual) in.push_back(&b.residual);
+  // A head's weights and bias: the two inputs after X's parts, after the residual slot here.
+  const Tensor* head_b = c.head_bias ? &b.head_b : nullptr;
+  if (c.head > 0) {
+    const size_t at = static_cast<size_t>(fused_head_input(n));
+    whole.inputs.resize(4, -1);
+    whole.inputs.push_back(n.inputs[at]);
+    whole.inputs.push_back(n.inputs[at + 1]);
+    in.resize(4, nullptr);
+    in.push_back(&b.head_w);
+    in.push_back(head_b);
+  }
   // A fused Cast to fp32 (`to`): Y is fp32, never rounded to X's dtype, so the fp32 bound holds.
   const bool f32_out = c.attrs.count(kFusedCastTo) > 0;
   const DType yt = f32_out ? DType::f32 : t;
@@ -189,6 +227,10 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
     fast_in[0] = &b.parts[0];
     fast_in.resize(4, nullptr);
     for (size_t p = 1; p < b.parts.size(); ++p) fast_in.push_back(&b.parts[p]);
+    if (c.head > 0) {
+      fast_in.push_back(&b.head_w);
+      fast_in.push_back(head_b);
+    }
   }
 
   std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
@@ -216,7 +258,9 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
   fast->run(RunContext{pool}, fast_in, got);
   const std::string what = std::string(row->name) + " " + std::string(dtype_name(t)) + " " +
                            c.str() + (pool ? " threads=" + std::to_string(pool->size()) : "");
-  const double tol = t == DType::f32 || f32_out ? 1e-5 : 1e-2;
+  // With a head, the reference rounds the convolution's M channels to X's dtype before it (as the
+  // unfused graph does), which the fused op does not: fp16 storage then keeps the fp16 bound.
+  const double tol = t == DType::f32 || (f32_out && c.head == 0) ? 1e-5 : 1e-2;
   if (!bf16_dot(*row)) {
     EXPECT_LT(rel_l2(got[0], want[0]), tol) << what;
     return;

@@ -50,6 +50,46 @@ TEST_P(ConvLoweringTest, FusedCastToFp32MatchesReference) {
   for (const ConvCase& c : cases) check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
 }
 
+// FusedConvs with a 1x1 head (and softmax over its channels) on every path: the direct path's
+// strips in 3D (owned depth ranges, and a shared ring at depths too few to own) and in 2D, rows
+// short enough for strips across rows (scratch tiles), several blocks of MR output channels
+// before the head, a residual, parts of X, a fused Cast to fp32, and the paths that run the
+// convolution into a tensor of its own first (1x1 pointwise tiles; the packed path at width
+// stride 9). The fp16 reference rounds the M channels to fp16 before the head; the fused op
+// keeps them in fp32 (within the fp16 bound).
+TEST_P(ConvLoweringTest, FusedHeadMatchesReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(23);
+  std::vector<ConvCase> cases;
+  const std::vector<int64_t> pads3 = {1, 1, 1, 1, 1, 1};
+  auto add = [&](Shape x, Shape w, int64_t head) -> ConvCase& {
+    ConvCase& c = add_case(cases, "FusedConv", std::move(x), std::move(w));
+    c.head = head;
+    return c;
+  };
+  add({1, 8, 9, 10, 11}, {8, 8, 3, 3, 3}, 3).ints("pads", pads3).activation = "Relu";
+  add({1, 8, 5, 12, 13}, {8, 8, 3, 3, 3}, 3).ints("pads", pads3).head_softmax = true;
+  ConvCase& res = add({2, 6, 9, 7, 6}, {5, 6, 3, 3, 3}, 4).ints("pads", pads3);
+  res.residual = true;
+  res.activation = "LeakyRelu";
+  res.head_bias = false;
+  res.head_softmax = true;
+  add({1, 8, 10, 9, 8}, {20, 8, 3, 3, 3}, 3).ints("pads", pads3).activation = "Relu";
+  add({1, 8, 8, 6, 7}, {6, 8, 3, 3, 3}, 2).ints("pads", pads3).x_parts = {3, 5};
+  add({2, 6, 20, 23}, {5, 6, 3, 3}, 3).ints("pads", {1, 1, 1, 1}).head_softmax = true;
+  add({1, 4, 30, 7}, {8, 4, 3, 3}, 2).ints("pads", {1, 1, 1, 1}).activation = "Relu";
+  add({1, 16, 7, 8, 9}, {8, 16, 1, 1, 1}, 3).head_softmax = true;
+  add({1, 4, 5, 6, 130}, {6, 4, 3, 3, 3}, 2).ints("strides", {1, 1, 9}).activation = "Relu";
+  add({1, 8, 6, 7, 9}, {8, 8, 3, 3, 3}, 3).ints("pads", pads3).i(kFusedCastTo, 1).head_softmax =
+      true;
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16}) {
+      if (c.attrs.count(kFusedCastTo) && t == DType::f32) continue;  // fp16 storage only
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+    }
+}
+
 // The packed path's two ways of packing im2col panels (conv_gemm.cpp): rows longer than
 // kShortRow at a width stride the direct path leaves to it, packed in runs from X; short rows
 // (a deep layer at 4^3, strided or dilated small planes), gathered from a zero-padded copy.

@@ -168,6 +168,41 @@ TEST_P(Eltwise, AddRowsMatchesPlainLoop) {
     }
 }
 
+// mix (a convolution's fused 1x1 head) against a float64 loop: m fp32 rows `xs` apart into mh
+// rows of each storage dtype `ys` apart, lengths that end in partial vectors, with and without a
+// bias, and the bytes between output rows left alone.
+TEST_P(Eltwise, MixMatchesPlainLoop) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(29);
+  for (DType t : {DType::f32, DType::f16})
+    for (auto [m, mh, n, xs, ys] : {std::array<int64_t, 5>{1, 1, 5, 5, 7},
+                                    {8, 3, 48, 48, 50},
+                                    {6, 4, 37, 40, 41},
+                                    {20, 2, 100, 101, 130},
+                                    {3, 5, 1, 3, 2}})
+      for (bool bias : {true, false}) {
+        Tensor x = random_tensor(DType::f32, {m * xs}, rng, -2, 2);
+        Tensor w = random_tensor(DType::f32, {mh * m}, rng, -1, 1);
+        Tensor b = random_tensor(DType::f32, {mh}, rng, -1, 1);
+        Tensor y = random_tensor(t, {mh * ys}, rng, -2, 2);
+        Tensor want = y.clone();
+        for (int64_t h = 0; h < mh; ++h)
+          for (int64_t i = 0; i < n; ++i) {
+            double a = bias ? ref::load(b, h) : 0.0;
+            for (int64_t c = 0; c < m; ++c) a += ref::load(w, h * m + c) * ref::load(x, c * xs + i);
+            ref::store(want, h * ys + i, a);
+          }
+        cpu::eltwise_kernels(t, GetParam())
+            ->mix(x.data<float>(), xs, m, w.data<float>(), bias ? b.data<float>() : nullptr, mh, n,
+                  y.raw(), ys);
+        double err = 0;
+        for (int64_t i = 0; i < y.numel(); ++i)
+          err = std::max(err, std::abs(ref::load(y, i) - ref::load(want, i)));
+        EXPECT_LE(err, t == DType::f32 ? 1e-5 : 8e-3)
+            << dtype_name(t) << " m " << m << " mh " << mh << " n " << n << " bias " << bias;
+      }
+}
+
 TEST_P(Eltwise, MinMaxPropagateNaN) {
   VOXRT_REQUIRE_ISA(GetParam());
   for (const char* op : {"Min", "Max"}) {

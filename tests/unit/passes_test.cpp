@@ -1,8 +1,8 @@
 // The passes that rewrite patterns (fuse-cast-islands, fold-softmax-transposes, fold-batchnorm
 // into ConvTranspose, prelu-as-leaky-relu, fuse-conv-epilogue's residuals, fuse-group-norm,
-// fuse-concat-into-conv, remove-identity's Pad), and the load pipeline's release of packed
-// weights: each rewritten graph against the graph as it was, on small graphs and on the fixture
-// UNets that carry the patterns. A pass is tested on the graph the passes before it leave
+// fuse-concat-into-conv, fuse-conv-head, remove-identity's Pad), and the load pipeline's release of
+// packed weights: each rewritten graph against the graph as it was, on small graphs and on the
+// fixture UNets that carry the patterns. A pass is tested on the graph the passes before it leave
 // (run_passes stopping at its predecessor).
 #include "passes/passes.h"
 
@@ -284,6 +284,121 @@ TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
   EXPECT_EQ(count_ops(before, "Concat"), 2);
   EXPECT_EQ(count_ops(after, "Concat"), 0);
   expect_same_outputs(before, after, {random_input({3, 1, 16, 16, 16}, 6)}, 1e-6, "");
+}
+
+// Concat -> Conv(3x3, M) -> Relu -> Conv 1x1 (3 channels, of `head_kernel` and `head_stride`)
+// [-> Softmax(softmax_axis)]; the Relu's output also a graph output when `shared`.
+struct HeadGraph {
+  int64_t m = 4, head_kernel = 1, head_stride = 1, softmax_axis = 0;  // 0: no Softmax
+  bool shared = false, head_bias = true;
+};
+ir::Graph head_graph(const HeadGraph& h) {
+  ModelBuilder b(17);
+  b.input("a", onnx::TensorProto::FLOAT, {std::string("N"), 3, 6, 7});
+  b.input("b", onnx::TensorProto::FLOAT, {std::string("N"), 2, 6, 7});
+  auto& cat = b.node("Concat", {"a", "b"}, {"cat"});
+  ModelBuilder::attr_int(cat, "axis", 1);
+  std::vector<float> w(static_cast<size_t>(h.m) * 5 * 9), bias(static_cast<size_t>(h.m), 0.1f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37) % 11) / 11.0f - 0.5f;
+  b.initializer("w", {h.m, 5, 3, 3}, w);
+  b.initializer("bias", {h.m}, bias);
+  auto& conv = b.node("Conv", {"cat", "w", "bias"}, {"c"});
+  ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"});
+  const int64_t k = h.head_kernel;
+  std::vector<float> hw(static_cast<size_t>(3 * h.m * k * k));
+  for (size_t i = 0; i < hw.size(); ++i) hw[i] = static_cast<float>((i * 13) % 7) / 7.0f - 0.4f;
+  b.initializer("hw", {3, h.m, k, k}, hw);
+  b.initializer("hb", {3}, {0.2f, -0.1f, 0.05f});
+  auto& head = b.node(
+      "Conv",
+      h.head_bias ? std::vector<std::string>{"r", "hw", "hb"} : std::vector<std::string>{"r", "hw"},
+      {h.softmax_axis ? "logits" : "y"});
+  ModelBuilder::attr_ints(head, "strides", {h.head_stride, h.head_stride});
+  if (h.softmax_axis) {
+    auto& sm = b.node("Softmax", {"logits"}, {"y"});
+    ModelBuilder::attr_int(sm, "axis", h.softmax_axis);
+  }
+  b.output("y", onnx::TensorProto::FLOAT);
+  if (h.shared) b.output("r", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  run_passes(g, "fuse-concat-into-conv");  // the passes before this one
+  return g;
+}
+
+// The head, with its bias or without, and a Softmax over channels join the convolution (after
+// it took the Concat and the Relu); the rewritten graph matches, at batch 2.
+TEST(FuseConvHead, HeadAndSoftmaxJoinTheConv) {
+  for (int64_t axis : {0, 1, -3})
+    for (bool bias : {true, false}) {
+      HeadGraph h;
+      h.softmax_axis = axis;
+      h.head_bias = bias;
+      ir::Graph before = head_graph(h);
+      ir::Graph after = before;
+      fuse_conv_head(after);
+      const std::string what =
+          "softmax axis " + std::to_string(axis) + " bias " + std::to_string(bias);
+      EXPECT_EQ(count_ops(before, "Conv"), 1) << what;
+      EXPECT_EQ(count_ops(after, "Conv"), 0) << what;
+      EXPECT_EQ(count_ops(after, "Softmax"), 0) << what;
+      ASSERT_EQ(after.nodes.size(), 1u) << what;
+      const ir::Node& n = after.nodes[0];
+      EXPECT_EQ(n.op_type, "FusedConv") << what;
+      EXPECT_EQ(n.attrs.get_int(kFusedHead, 0), 1) << what;
+      EXPECT_EQ(n.attrs.get_int(kFusedHeadSoftmax, 0), axis != 0 ? 1 : 0) << what;
+      EXPECT_EQ(n.inputs.size(), static_cast<size_t>(fused_head_input(n) + 2)) << what;
+      EXPECT_EQ(n.has_input(fused_head_input(n) + 1), bias) << what;
+      expect_same_outputs(before, after,
+                          {random_input({2, 3, 6, 7}, 7), random_input({2, 2, 6, 7}, 8)}, 1e-5,
+                          what);
+    }
+}
+
+// Left alone: a convolution whose output another node reads, a head that is not 1x1 or has a
+// stride, a convolution of more than 32 channels; a Softmax over another axis stays after the
+// fused head.
+TEST(FuseConvHead, LeavesOtherHeadsAlone) {
+  auto fused_heads = [](ir::Graph g) {
+    fuse_conv_head(g);
+    int n = 0;
+    for (const ir::Node& node : g.nodes) n += node.attrs.get_int(kFusedHead, 0) != 0;
+    return n;
+  };
+  HeadGraph shared, wide, strided, many;
+  shared.shared = true;
+  wide.head_kernel = 3;
+  strided.head_stride = 2;
+  many.m = 33;
+  EXPECT_EQ(fused_heads(head_graph(shared)), 0);
+  EXPECT_EQ(fused_heads(head_graph(wide)), 0);
+  EXPECT_EQ(fused_heads(head_graph(strided)), 0);
+  EXPECT_EQ(fused_heads(head_graph(many)), 0);
+  HeadGraph other_axis;
+  other_axis.softmax_axis = -1;
+  ir::Graph g = head_graph(other_axis);
+  fuse_conv_head(g);
+  EXPECT_EQ(count_ops(g, "Softmax"), 1);
+  EXPECT_EQ(count_ops(g, "Conv"), 0);
+}
+
+// The output layers of the fixture UNets: unet3d_bn's and unet2d's 1x1 heads, unet3d_resize's
+// head and Softmax (opset 11's, its Transposes folded, and opset 17's), in fp32 and in fp16
+// models keeping fp32 at the edges.
+TEST(FuseConvHead, FixtureHeadsJoinTheLastConv) {
+  for (const char* file : {"unet3d_bn_op17.onnx", "unet2d_op17.onnx", "unet3d_resize_op11.onnx",
+                           "unet3d_resize_op17_fp16io32.onnx"}) {
+    ir::Graph before = fixture_after(file, "fuse-concat-into-conv");
+    ir::Graph after = before;
+    fuse_conv_head(after);
+    const std::string name = file;
+    EXPECT_EQ(count_ops(before, "Conv") - count_ops(after, "Conv"), 1) << file;
+    EXPECT_EQ(count_ops(after, "Softmax"), 0) << file;
+    const bool two_d = name.find("unet2d") != std::string::npos;
+    const Shape shape = two_d ? Shape{1, 1, 32, 32} : Shape{1, 1, 16, 16, 16};
+    expect_same_outputs(before, after, {random_input(shape, 9)},
+                        name.find("fp16") != std::string::npos ? 1e-2 : 1e-5, file);
+  }
 }
 
 // torch's GroupNorm export (Reshape, InstanceNormalization, Reshape, Mul, Add) in the

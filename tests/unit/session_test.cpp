@@ -189,7 +189,8 @@ TEST(Session, RejectsWrongInputs) {
 // onnxconverter_common's default block list keeps both decoder Resizes of unet3d_resize in
 // float32 between Casts; voxrt runs those islands in fp16, so the file compiles to the graph of
 // a whole conversion (the fp32 file with Precision::fp16: Resize included, fp32 at the edges)
-// and plans the same activation bytes.
+// and plans the same activation bytes. One Cast is left, the input's: the output's joined the
+// last convolution, which took the head and the Softmax after it.
 TEST(Session, DefaultBlockListCompilesLikeAWholeConversion) {
   const std::string dir = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/";
   for (const char* opset : {"op11", "op17"}) {
@@ -201,7 +202,7 @@ TEST(Session, DefaultBlockListCompilesLikeAWholeConversion) {
     const std::vector<std::pair<std::string, Shape>> shape = {{"input", {1, 1, 32, 32, 32}}};
     const ModelSummary a = blocked.summary(shape), b = whole.summary(shape);
     EXPECT_EQ(a.op_histogram, b.op_histogram) << opset;
-    EXPECT_EQ(a.op_histogram.count("Cast") ? a.op_histogram.at("Cast") : 0, 2) << opset;
+    EXPECT_EQ(a.op_histogram.count("Cast") ? a.op_histogram.at("Cast") : 0, 1) << opset;
     EXPECT_EQ(a.activation_bytes, b.activation_bytes) << opset;
   }
 }

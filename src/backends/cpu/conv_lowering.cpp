@@ -72,12 +72,13 @@ ConvEpilogue epilogue(const ir::Node& node) {
 class GemmConvOp : public CpuOp {
  public:
   GemmConvOp(std::unique_ptr<Op> ref, ref::WindowAttrs attrs, std::vector<int64_t> kernel,
-             bool residual, int64_t parts, std::unique_ptr<ConvGemm> conv)
+             bool residual, int64_t parts, int head_input, std::unique_ptr<ConvGemm> conv)
       : CpuOp(std::move(ref)),
         attrs_(std::move(attrs)),
         kernel_(std::move(kernel)),
         residual_(residual),
         parts_(parts),
+        head_input_(head_input),
         conv_(std::move(conv)) {}
 
   void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
@@ -94,18 +95,22 @@ class GemmConvOp : public CpuOp {
     }
     // X's parts (a fused Concat): input 0, then the inputs after the residual slot.
     std::vector<const Tensor*> parts = {&x};
-    parts.insert(parts.end(), in.begin() + 4, in.end());
+    parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
     conv_->run(ctx, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
   }
   std::string kernel_name() const override { return conv_->kernel_names(); }
   int64_t packed_bytes() const override { return static_cast<int64_t>(conv_->packed_bytes()); }
-  std::vector<int> packed_inputs() const override { return {1, 2}; }  // W and B
+  std::vector<int> packed_inputs() const override {  // W and B, and a head's
+    if (head_input_ < 0) return {1, 2};
+    return {1, 2, head_input_, head_input_ + 1};
+  }
 
  private:
   ref::WindowAttrs attrs_;
   std::vector<int64_t> kernel_;
   bool residual_;
-  int64_t parts_;  // of X: see backends/ref/ops/fused.h
+  int64_t parts_;   // of X: see backends/ref/ops/fused.h
+  int head_input_;  // the head's weights (its bias next), or -1 without a head
   std::unique_ptr<ConvGemm> conv_;
 };
 
@@ -118,14 +123,32 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   bool residual = fused && node.has_input(3);
   if (residual && ctx.input_dtype(3) != a.w->dtype()) return nullptr;
   const int64_t parts = fused ? node.attrs.get_int("x_parts", 1) : 1;
-  for (int i = 4; i < node.num_inputs(); ++i)
+  for (int i = 4; i < 3 + parts; ++i)
     if (!node.has_input(i) || ctx.input_dtype(i) != a.w->dtype()) return nullptr;
+  ConvHead head;
+  if (fused && node.attrs.get_int(kFusedHead, 0) != 0) {
+    // Constant weights (Mh, M, 1...) and bias of X's dtype, one group.
+    const int hi = fused_head_input(node);
+    const Tensor* hw = ctx.constant_input(hi);
+    const Tensor* hb = node.has_input(hi + 1) ? ctx.constant_input(hi + 1) : nullptr;
+    if (!hw || hw->dtype() != a.w->dtype() || hw->rank() != a.w->rank() || hw->dim(1) != m ||
+        a.group != 1 || (node.has_input(hi + 1) && (!hb || hb->dtype() != a.w->dtype())))
+      return nullptr;
+    head.channels = hw->dim(0);
+    if (hw->numel() != head.channels * m || (hb && hb->numel() != head.channels)) return nullptr;
+    head.w = weights_to_f32(*hw);
+    if (hb) head.b = weights_to_f32(*hb);
+    head.softmax = node.attrs.get_int(kFusedHeadSoftmax, 0) != 0;
+  } else if (node.num_inputs() > 3 + parts) {
+    return nullptr;
+  }
   ConvEpilogue e = fused ? epilogue(node) : ConvEpilogue{};
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
-  auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e);
+  const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
+  auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
   return std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
-                                      residual, parts, std::move(conv));
+                                      residual, parts, head_input, std::move(conv));
 }
 
 class GemmConvTransposeOp : public CpuOp {

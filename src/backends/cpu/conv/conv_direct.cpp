@@ -14,6 +14,7 @@
 
 #include "backends/cpu/conv/conv_gemm.h"
 #include "backends/cpu/kernels/gemm/gemm_rows.h"
+#include "backends/cpu/kernels/softmax/softmax.h"
 
 namespace voxrt::cpu {
 
@@ -267,7 +268,7 @@ void zero_padding(const ConvWindow& win, const PhaseLayout& ph, uint8_t* dst, in
 }  // namespace
 
 bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
-                          const Tensor* residual, Tensor& y) const {
+                          const Tensor* residual, Tensor& y, bool head) const {
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.batch();
   // Padded extents: every tap of every output position lands inside.
@@ -524,11 +525,53 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // [mb0, mb1) with the panels of block mb0 at `a0`, reading the strip from `b`. `tile_out` and
   // `tile_res` hold MR x NR elements.
   const int64_t block_bytes = mr * steps * static_cast<int64_t>(ab);
+  const CastKernels& cast = cast_kernels(g.isa);
+  const EltwiseKernels* mix_y = eltwise_kernels(y.dtype(), g.isa);
+  const SoftmaxKernels* softmax_f32 = softmax_kernels(DType::f32, g.isa);
+  const float* head_b = head_.b.empty() ? nullptr : head_.b.data();
   auto compute = [&](int64_t n, int64_t grp, int64_t oz, const Band& band, int64_t st,
                      const uint8_t* b, const int64_t* offs, int64_t mb0, int64_t mb1,
                      const uint8_t* a0, uint8_t* tile_out, uint8_t* tile_res) {
     const Strip& strip = (*band.strips)[static_cast<size_t>(st)];
     const Segment* sg = band.segs + strip.first;
+    if (head) {
+      // Every block's fp32 tile (mb0 = 0, mb1 = mblocks), then the head's rows after them,
+      // stored to the head's channels of Y.
+      float* t = reinterpret_cast<float*>(tile_out);
+      for (int64_t mb = mb0; mb < mb1; ++mb) {
+        const int64_t m0 = mb * mr, rows = std::min(mr, mg - m0);
+        const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane + band.y0 * ow;
+        if (rb)
+          for (int64_t i = 0; i < rows; ++i)
+            for (size_t s = 0; s < strip.count; ++s)
+              std::memcpy(tile_res + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
+                          rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
+                          static_cast<size_t>(sg[s].len) * es);
+        GemmParams p = params(m0, rb ? tile_res : nullptr, y);
+        p.f32_out = true;
+        g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps),
+                  a0 + (mb - mb0) * block_bytes, b, offs, t + m0 * nr, static_cast<size_t>(nr), p);
+      }
+      const int64_t mh = head_.channels,
+                    row0 = n * mh * s_out + oz * out_plane + band.y0 * ow;  // channel 0's
+      if (!head_.softmax || y.dtype() == DType::f32) {
+        // Mixed straight into Y's rows, each segment's lanes, softmax (fp32) in place.
+        for (size_t s = 0; s < strip.count; ++s) {
+          uint8_t* dst = yb + (row0 + sg[s].out) * ys;
+          mix_y->mix(t + sg[s].lane, nr, m_, head_.w.data(), head_b, mh, sg[s].len, dst, s_out);
+          if (head_.softmax) softmax_f32->strided(dst, dst, mh, s_out, sg[s].len);
+        }
+        return;
+      }
+      // Softmax before rounding to fp16: through fp32 rows after the tiles.
+      float* mixed = t + mblocks * mr * nr;
+      head_tile(t, nr, nr, mixed, nr);
+      for (int64_t h = 0; h < mh; ++h)
+        for (size_t s = 0; s < strip.count; ++s)
+          cast.f32_to_f16(mixed + h * nr + sg[s].lane, yb + (row0 + h * s_out + sg[s].out) * ys,
+                          sg[s].len);
+      return;
+    }
     const bool in_place = strip.count == 1 && sg[0].lane == 0;
     for (int64_t mb = mb0; mb < mb1; ++mb) {
       const int64_t m0 = grp * mg + mb * mr, rows = std::min(mr, mg - mb * mr);
@@ -556,11 +599,14 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                       tile_out + (i * nr + sg[s].lane) * ys, static_cast<size_t>(sg[s].len * ys));
     }
   };
-  const size_t tile_bytes = static_cast<size_t>(mr * nr * ys);
+  // With a head: fp32 tiles of every block, then the head's rows.
+  const size_t tile_bytes =
+      head ? static_cast<size_t>((mblocks * mr + head_.channels) * nr) * sizeof(float)
+           : static_cast<size_t>(mr * nr * ys);
   // Panels kept as fp16 (APanels::narrow) are widened for each slab or band a block of output
   // channels at a time, of at most APanels::widen_budget() bytes (one MR block at least), so a
   // layer's fp32 weights are never whole in memory.
-  const int64_t wblocks = a_.blocks_at_once(block_bytes, mblocks);
+  const int64_t wblocks = head ? mblocks : a_.blocks_at_once(block_bytes, mblocks);
   // Blocks [w0, w1) of group grp's panels: kept, or widened into `widened`.
   auto panels_at = [&](int64_t grp, int64_t w0, int64_t w1, uint8_t* widened, bool parallel) {
     return a_.range(grp * a_group_bytes_ + static_cast<size_t>(w0 * block_bytes),
@@ -640,7 +686,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         // Work items: (output plane, strip, block of output channels).
         const int64_t base = outs * n_strips;
         int64_t mchunk = blocks;
-        if (shared && base < 4 * threads)
+        if (shared && base < 4 * threads && !head)
           mchunk = ceil_div(blocks, std::min(blocks, ceil_div(4 * threads, base)));
         const int64_t msplit = ceil_div(blocks, mchunk);
         run(base * msplit, [&](int64_t begin, int64_t end) {

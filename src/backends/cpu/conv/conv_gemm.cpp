@@ -6,6 +6,7 @@
 #include <new>
 
 #include "backends/cpu/kernels/gemm/gemm_rows.h"
+#include "backends/cpu/kernels/softmax/softmax.h"
 #include "core/half.h"
 
 namespace voxrt::cpu {
@@ -350,14 +351,20 @@ APanels::Open APanels::open(const RunContext& ctx) const {
 }
 
 ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
-                   ConvEpilogue epilogue)
+                   ConvEpilogue epilogue, ConvHead head)
     : g_(g),
       rows_(gemm_siblings(g)),
       m_(w.dim(0)),
       group_(group),
       cg_(w.dim(1)),
       kvol_(1),
-      epilogue_(epilogue) {
+      epilogue_(epilogue),
+      head_(std::move(head)) {
+  if (head_.channels > 0 &&
+      (group_ != 1 || head_.w.size() != static_cast<size_t>(head_.channels * m_) ||
+       (!head_.b.empty() && head_.b.size() != static_cast<size_t>(head_.channels))))
+    throw Error("ConvGemm: a head takes " + std::to_string(head_.channels) + " x " +
+                std::to_string(m_) + " weights, one group");
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
   for (int d = 0; d < 3; ++d) {
     const int64_t axis = d + w.rank() - 3;
@@ -398,7 +405,42 @@ std::string ConvGemm::kernel_names() const {
   for (const GemmKernel* r : rows_)
     if (r != &g_)
       name.append("+").append(std::to_string(r->mr)).append("x").append(std::to_string(r->nr));
+  if (head_.channels > 0) name += head_.softmax ? " +head+softmax" : " +head";
   return name;
+}
+
+void ConvGemm::head_tile(const float* tile, int64_t in_stride, int64_t n, float* out,
+                         int64_t out_stride) const {
+  eltwise_kernels(DType::f32, g_.isa)
+      ->mix(tile, in_stride, m_, head_.w.data(), head_.b.empty() ? nullptr : head_.b.data(),
+            head_.channels, n, out, out_stride);
+  if (head_.softmax)
+    softmax_kernels(DType::f32, g_.isa)->strided(out, out, head_.channels, out_stride, n);
+}
+
+void ConvGemm::run_head(const RunContext& ctx, const Tensor& mid, Tensor& y) const {
+  const int64_t n_batch = mid.dim(0), s = mid.numel() / std::max<int64_t>(1, n_batch * m_),
+                mh = head_.channels;
+  const float* src = static_cast<const float*>(mid.raw());
+  uint8_t* dst = static_cast<uint8_t*>(y.raw());
+  const size_t ys = dtype_size(y.dtype());
+  const CastKernels& cast = cast_kernels(g_.isa);
+  constexpr int64_t kLanes = 1024;
+  const int64_t per_item = ceil_div(s, kLanes);
+  parallel_for(ctx, n_batch * per_item, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<float> out(static_cast<size_t>(mh * kLanes));
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t n = i / per_item, p = i % per_item * kLanes, len = std::min(kLanes, s - p);
+      head_tile(src + n * m_ * s + p, s, len, out.data(), kLanes);
+      for (int64_t h = 0; h < mh; ++h) {
+        uint8_t* row = dst + ((n * mh + h) * s + p) * static_cast<int64_t>(ys);
+        if (y.dtype() == DType::f32)
+          std::memcpy(row, out.data() + h * kLanes, static_cast<size_t>(len) * sizeof(float));
+        else
+          cast.f32_to_f16(out.data() + h * kLanes, row, len);
+      }
+    }
+  });
 }
 
 GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual, const Tensor& y) const {
@@ -419,6 +461,22 @@ void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput
                 " for storage " + std::string(dtype_name(g_.storage)) +
                 "; an output may differ from the storage only as fp32");
   if (x.batch() == 0 || win.out_size() == 0 || m_ == 0) return;
+  if (head_.channels > 0) {
+    // The direct path mixes each strip's tiles through the head; elsewhere the M channels go
+    // through an fp32 tensor of their own first.
+    if (!pointwise(win) && run_direct(ctx, win, x, residual, y, true)) return;
+    Shape shape = y.shape();
+    shape[1] = m_;
+    Tensor mid = Tensor::empty(DType::f32, shape);
+    if (pointwise(win) && x.single())
+      run_pointwise(ctx, win, x.part(0), residual, mid);
+    else if (pointwise(win))
+      run_pointwise(ctx, win, x.joined(), residual, mid);
+    else if (!run_direct(ctx, win, x, residual, mid, false))
+      run_packed(ctx, win, x, residual, mid);
+    run_head(ctx, mid, y);
+    return;
+  }
   if (pointwise(win)) {
     // Its tiles are packed straight from X's rows: parts are joined first (a 1x1 conv after a
     // Concat is rare in UNets; the joined copy is what the Concat would have cost).
@@ -428,7 +486,7 @@ void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput
       run_pointwise(ctx, win, x.joined(), residual, y);
     return;
   }
-  if (run_direct(ctx, win, x, residual, y)) return;
+  if (run_direct(ctx, win, x, residual, y, false)) return;
   run_packed(ctx, win, x, residual, y);
 }
 

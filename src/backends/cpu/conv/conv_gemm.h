@@ -71,6 +71,16 @@ struct ConvEpilogue {
   bool residual_after_act = false;  // y = act(conv(x)) + residual (ConvGemm only)
 };
 
+/// A 1x1 convolution after a ConvGemm's epilogue (a FusedConv's head, backends/ref/ops/fused.h):
+/// `channels` output channels mixed from the convolution's M in fp32, then softmax over them
+/// where `softmax`. The M channels are never stored where the direct path runs the layer.
+struct ConvHead {
+  int64_t channels = 0;  // 0: no head
+  std::vector<float> w;  // channels x M
+  std::vector<float> b;  // channels values, or empty
+  bool softmax = false;
+};
+
 /// Owned, 64-byte aligned bytes for packed panels.
 /// With a ScratchCache, the bytes come from it and go back to it (per-call scratch); without,
 /// they are the buffer's own (packed weights).
@@ -234,15 +244,18 @@ std::vector<float> weights_to_f32(const Tensor& w);
 class ConvGemm {
  public:
   ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int64_t group,
-           ConvEpilogue epilogue);
-  /// y = act(conv(x) + bias + residual). x, residual and y have the storage dtype and the shapes
-  /// the reference op inferred for `win`; residual may be null. With fp16 storage, y may be fp32
-  /// (a Cast after the convolution, fused: the fp32 sums are never rounded to fp16).
+           ConvEpilogue epilogue, ConvHead head = {});
+  /// y = act(conv(x) + bias + residual), or with a head y = head(that). x, residual and y have
+  /// the storage dtype and the shapes the reference op inferred for `win`; residual may be null.
+  /// With fp16 storage, y may be fp32 (a Cast after the convolution, fused: the fp32 sums are
+  /// never rounded to fp16).
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
            Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
   /// Bytes of the packed weights and bias.
-  size_t packed_bytes() const { return a_.size() + bias_.size() * sizeof(float); }
+  size_t packed_bytes() const {
+    return a_.size() + (bias_.size() + head_.w.size() + head_.b.size()) * sizeof(float);
+  }
   /// The row's name, and its siblings' tiles where the direct path may take one by output width:
   /// "f32_gemm_6x64__avx512+6x48".
   std::string kernel_names() const;
@@ -255,8 +268,16 @@ class ConvGemm {
   // B rows read in place from a zero-padded copy of the input (conv_direct.cpp); returns false,
   // doing nothing, where most lanes would idle (short output rows with strides). Then each
   // spatial tile's im2col panel is packed (conv_gemm.cpp).
+  // With `head`, y holds the head's channels: the tiles of all M channels of a strip are mixed
+  // into them.
   bool run_direct(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
-                  const Tensor* residual, Tensor& y) const;
+                  const Tensor* residual, Tensor& y, bool head) const;
+  // Rows [0, M) of fp32 `tile`, `in_stride` apart, lanes [0, n), through the head into fp32
+  // `out` (head_.channels rows `out_stride` apart), softmax applied.
+  void head_tile(const float* tile, int64_t in_stride, int64_t n, float* out,
+                 int64_t out_stride) const;
+  // The head applied to the M fp32 channels of `mid` (the convolution's output), into y.
+  void run_head(const RunContext& ctx, const Tensor& mid, Tensor& y) const;
   // 1x1 kernels, unit strides, no padding (pointwise()): col is the input; tiles of it are
   // packed with long sequential reads.
   static bool pointwise(const ConvWindow& win);
@@ -284,6 +305,7 @@ class ConvGemm {
   int64_t kernel_[3];       // depth, height, width; 1 for the axes a 1D or 2D kernel lacks
   bool tap_pairs_ = false;  // elements pair width taps rather than channels (see elements())
   ConvEpilogue epilogue_;
+  ConvHead head_;
   APanels a_;  // per group: ceil((M / group) / MR) micro-panels of MR x elements()
   size_t a_group_bytes_ = 0;
   std::vector<float> bias_;  // M values; empty when the node has no bias

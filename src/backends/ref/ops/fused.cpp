@@ -2,6 +2,9 @@
 // implementation runs the original ops one after another, so fused graphs keep an oracle.
 #include "backends/ref/ops/fused.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "backends/ref/op.h"
 #include "backends/ref/tensor_math.h"
 
@@ -12,17 +15,23 @@ namespace {
 class FusedConvOp : public Op {
  public:
   FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual,
-              bool residual_after, int64_t parts, bool f32_out)
+              bool residual_after, int64_t parts, bool f32_out, bool head, bool head_softmax)
       : conv_(std::move(conv)),
         epilogue_(epilogue),
         has_residual_(has_residual),
         residual_after_(residual_after),
         parts_(parts),
-        f32_out_(f32_out) {}
+        f32_out_(f32_out),
+        head_(head),
+        head_softmax_(head_softmax) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     std::vector<DType> t = conv_->infer_types(conv_inputs(in, false));
     if (has_residual_ && in[3].dtype != t[0]) fail("residual input must have the output's dtype");
+    if (head_)
+      for (size_t i = head_input(); i < head_input() + 2 && i < in.size(); ++i)
+        if (in[i].present && in[i].dtype != t[0])
+          fail("the head's weights and bias must have X's dtype");
     if (f32_out_) t[0] = DType::f32;
     return t;
   }
@@ -31,6 +40,20 @@ class FusedConvOp : public Op {
     if (has_residual_ && in[3].shape != s[0])
       fail("residual input of shape " + shape_str(in[3].shape) + " does not match the output " +
            shape_str(s[0]));
+    if (head_) {
+      const ValueMeta& w = in[head_input()];
+      const int64_t m = s[0].size() > 1 ? s[0][1] : 0;
+      bool ok = w.shape.size() == s[0].size() && w.shape[1] == m;
+      for (size_t d = 2; ok && d < w.shape.size(); ++d) ok = w.shape[d] == 1;
+      if (!ok)
+        fail("head weights of shape " + shape_str(w.shape) + " do not fit a 1x1 convolution of " +
+             std::to_string(m) + " channels at rank " + std::to_string(s[0].size()));
+      const ValueMeta& b = in[head_input() + 1];
+      if (b.present && b.shape != Shape{w.shape[0]})
+        fail("head bias of shape " + shape_str(b.shape) + ", expected " +
+             std::to_string(w.shape[0]));
+      s[0][1] = w.shape[0];
+    }
     return s;
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
@@ -40,8 +63,16 @@ class FusedConvOp : public Op {
       joined = join_parts(in);
       cin[0] = &joined;
     }
-    conv_->compute(cin, out);
-    Tensor& y = out[0];
+    // With a head, the convolution's M channels in X's dtype first, as the unfused graph has them.
+    std::vector<Tensor> before;
+    if (head_) {
+      Shape s = out[0].shape();
+      s[1] = in[1]->dim(0);
+      before.push_back(Tensor::empty(in[0]->dtype(), s));
+    }
+    std::vector<Tensor>& conv_out = head_ ? before : out;
+    conv_->compute(cin, conv_out);
+    Tensor& y = conv_out[0];
     const Tensor* r = has_residual_ ? in[3] : nullptr;
     for (int64_t i = 0; i < y.numel(); ++i) {
       const double res = r ? ref::load(*r, i) : 0.0;
@@ -49,9 +80,15 @@ class FusedConvOp : public Op {
                  residual_after_ ? epilogue_.apply(ref::load(y, i)) + res
                                  : epilogue_.apply(ref::load(y, i) + res));
     }
+    if (head_) apply_head(y, *in[head_input()], in[head_input() + 1], out[0]);
   }
   int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const override {
-    return conv_->macs(conv_inputs(in, true), out);
+    if (!head_) return conv_->macs(conv_inputs(in, true), out);
+    // The convolution's, at its M output channels, and the head's Mh x M per position.
+    std::vector<Shape> before = out;
+    const int64_t m = in[head_input()].shape[1];
+    before[0][1] = m;
+    return conv_->macs(conv_inputs(in, true), before) + shape_numel(out[0]) * m;
   }
 
  private:
@@ -62,9 +99,10 @@ class FusedConvOp : public Op {
   std::vector<ValueMeta> conv_inputs(const std::vector<ValueMeta>& in, bool shapes) const {
     std::vector<ValueMeta> c(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
     if (parts_ == 1) return c;
-    if (in.size() != static_cast<size_t>(3 + parts_))
-      fail("expected " + std::to_string(3 + parts_) + " inputs for " + std::to_string(parts_) +
-           " parts of X, got " + std::to_string(in.size()));
+    const size_t expected = static_cast<size_t>(3 + parts_ + (head_ ? 2 : 0));
+    if (in.size() != expected)
+      fail("expected " + std::to_string(expected) + " inputs for " + std::to_string(parts_) +
+           " parts of X" + (head_ ? " and a head" : "") + ", got " + std::to_string(in.size()));
     c[0].value = nullptr;
     for (int64_t p = 1; p < parts_; ++p) {
       const ValueMeta& m = in[part_input(p)];
@@ -81,6 +119,31 @@ class FusedConvOp : public Op {
       c[0].shape[1] += m.shape[1];
     }
     return c;
+  }
+
+  size_t head_input() const { return static_cast<size_t>(3 + parts_); }
+
+  // y = head(x): Mh x M weights and bias at each position, then softmax over Y's channels.
+  void apply_head(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) const {
+    const int64_t n = x.dim(0), m = x.dim(1), mh = y.dim(1), s = x.numel() / (n * m);
+    std::vector<double> v(static_cast<size_t>(mh));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t p = 0; p < s; ++p) {
+        for (int64_t h = 0; h < mh; ++h) {
+          double a = b ? ref::load(*b, h) : 0.0;
+          for (int64_t c = 0; c < m; ++c)
+            a += ref::load(w, h * m + c) * ref::load(x, (i * m + c) * s + p);
+          v[static_cast<size_t>(h)] = a;
+        }
+        if (head_softmax_) {
+          const double top = *std::max_element(v.begin(), v.end());
+          double sum = 0;
+          for (double& e : v) sum += (e = std::exp(e - top));
+          for (double& e : v) e /= sum;
+        }
+        for (int64_t h = 0; h < mh; ++h)
+          ref::store(y, (i * mh + h) * s + p, v[static_cast<size_t>(h)]);
+      }
   }
 
   Tensor join_parts(const std::vector<const Tensor*>& in) const {
@@ -105,6 +168,8 @@ class FusedConvOp : public Op {
   bool residual_after_;
   int64_t parts_;
   bool f32_out_;  // Y is float32 (kFusedCastTo); the conv stores its sums into it unrounded
+  bool head_;     // a 1x1 convolution after the epilogue (kFusedHead)
+  bool head_softmax_;  // and softmax over channels after it
 };
 
 }  // namespace
@@ -132,6 +197,8 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   conv.attrs.items.erase("x_parts");
   conv.attrs.items.erase(kResidualAfterActivation);
   conv.attrs.items.erase(kFusedCastTo);
+  conv.attrs.items.erase(kFusedHead);
+  conv.attrs.items.erase(kFusedHeadSoftmax);
   return conv;
 }
 
@@ -141,18 +208,25 @@ void register_fused_ops(OpRegistry& r) {
     std::unique_ptr<Op> conv = OpRegistry::instance().create(inner, c.graph);
     bool residual = c.node.has_input(3);
     int64_t parts = c.node.attrs.get_int("x_parts", 1);
-    if (parts < 1 || c.node.num_inputs() != (parts > 1 ? 3 + parts : c.node.num_inputs()))
-      c.fail("x_parts " + std::to_string(parts) + " does not fit its " +
+    const bool head = c.node.attrs.get_int(kFusedHead, 0) != 0;
+    const bool head_softmax = c.node.attrs.get_int(kFusedHeadSoftmax, 0) != 0;
+    // Inputs: X, W, B, the residual slot, X's other parts, then the head's weights and bias.
+    const int64_t expected = parts > 1 || head ? 3 + parts + (head ? 2 : 0) : c.node.num_inputs();
+    if (parts < 1 || c.node.num_inputs() != expected)
+      c.fail("x_parts " + std::to_string(parts) + (head ? " and a head" : "") + " do not fit its " +
              std::to_string(c.node.num_inputs()) + " inputs");
-    if (c.node.op_type == "FusedConvTranspose" && (residual || parts != 1))
-      c.fail("a fused ConvTranspose takes no residual and no parts of X");
+    if (head && !c.node.has_input(fused_head_input(c.node)))
+      c.fail("a head needs its weights, input " + std::to_string(fused_head_input(c.node)));
+    if (head_softmax && !head) c.fail("head_softmax without a head");
+    if (c.node.op_type == "FusedConvTranspose" && (residual || parts != 1 || head))
+      c.fail("a fused ConvTranspose takes no residual, no parts of X and no head");
     const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;
     const bool f32_out = c.node.attrs.has(kFusedCastTo);
     if (f32_out && (c.node.attrs.get_int(kFusedCastTo, 0) != 1 || c.node.op_type != "FusedConv"))
       c.fail("a fused Cast ('to' = " + std::to_string(c.node.attrs.get_int(kFusedCastTo, 0)) +
              ") must be to float32 (1), after a FusedConv");
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
-                                         residual, after, parts, f32_out);
+                                         residual, after, parts, f32_out, head, head_softmax);
   };
   r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, factory);
   r.add(std::string(kInternalDomain) + ".FusedConvTranspose", 1, 21, factory);

@@ -5,6 +5,11 @@
 // With the int attribute `to` = 1 (ONNX's FLOAT, as Cast's `to`), Y is float32: the Cast to
 // float32 after the convolution fused, its result stored without rounding to X's dtype between
 // them (an fp16 model that keeps fp32 outputs); the residual keeps X's dtype.
+// With the int attribute `head` = 1, a 1x1 convolution (stride 1, no padding, one group) follows
+// that result in the same node, its weights (Mh, M, 1...) and bias (or none) the two inputs after
+// X's parts (inputs 3 + x_parts and 4 + x_parts): Y has Mh channels, and the M channels before the
+// head are never stored (a UNet's output layer taken by the last convolution). With `head_softmax`
+// = 1, Y is softmax over its channels after the head. A fused Cast (`to`) applies to Y.
 // voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B.
 #pragma once
 
@@ -16,6 +21,15 @@ namespace voxrt {
 inline constexpr const char* kResidualAfterActivation = "residual_after_activation";
 /// FusedConv's int attribute: Y's dtype as ONNX codes it (1: float32), the Cast after it fused.
 inline constexpr const char* kFusedCastTo = "to";
+/// FusedConv's int attributes: a 1x1 convolution after it (its weights and bias the last two
+/// inputs), and a softmax over channels after that.
+inline constexpr const char* kFusedHead = "head";
+inline constexpr const char* kFusedHeadSoftmax = "head_softmax";
+
+/// Where a FusedConv's head weights are among its inputs (the bias follows): after X's parts.
+inline int fused_head_input(const ir::Node& fused) {
+  return 3 + static_cast<int>(fused.attrs.get_int("x_parts", 1));
+}
 
 struct FusedEpilogue {
   enum class Kind { none, relu, leaky_relu };

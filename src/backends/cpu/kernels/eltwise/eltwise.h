@@ -29,6 +29,11 @@ struct EltwiseKernels {
   /// taps of a transposed convolution added to their output rows, a plane's rows per call.
   void (*add_rows)(const void* x, int64_t x_stride, void* y, int64_t y_stride, int64_t rows,
                    int64_t n);
+  /// y[h * y_stride + i] = b[h] + sum over c < m of w[h * m + c] * x[c * x_stride + i], for h <
+  /// mh and i < n: a 1x1 convolution of m fp32 channel rows into mh rows of the storage dtype
+  /// (a convolution's fused head, ConvGemm). b may be null (zeros).
+  void (*mix)(const float* x, int64_t x_stride, int64_t m, const float* w, const float* b,
+              int64_t mh, int64_t n, void* y, int64_t y_stride);
 };
 
 struct CastKernels {

@@ -2,6 +2,8 @@
 // (float or Half). Included by the per-ISA sources, which instantiate it.
 #pragma once
 
+#include <algorithm>
+
 #include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "backends/cpu/kernels/vec/vec_math.h"
 
@@ -125,8 +127,57 @@ struct EltwiseImpl {
     }
   }
 
+  // Output rows [h0, h0 + H) over positions [0, n): two vectors of positions at a time, so each
+  // x load serves H rows and 2H FMA chains run side by side.
+  template <int H>
+  static void mix_rows(const float* x, int64_t x_stride, int64_t m, const float* w, const float* b,
+                       int64_t h0, int64_t n, T* y, int64_t y_stride) {
+    constexpr int W = S::kWidth;
+    auto bias = [&](int h) { return S::set1(b ? b[h0 + h] : 0.0f); };
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+      V a0[H], a1[H];
+      for (int h = 0; h < H; ++h) a0[h] = a1[h] = bias(h);
+      for (int64_t c = 0; c < m; ++c) {
+        const V x0 = S::load(x + c * x_stride + i), x1 = S::load(x + c * x_stride + i + W);
+        for (int h = 0; h < H; ++h) {
+          const V wc = S::set1(w[(h0 + h) * m + c]);
+          a0[h] = S::fmadd(wc, x0, a0[h]);
+          a1[h] = S::fmadd(wc, x1, a1[h]);
+        }
+      }
+      for (int h = 0; h < H; ++h) {
+        S::store(y + (h0 + h) * y_stride + i, a0[h]);
+        S::store(y + (h0 + h) * y_stride + i + W, a1[h]);
+      }
+    }
+    for (; i < n; i += W) {
+      const int count = static_cast<int>(std::min<int64_t>(W, n - i));
+      V a[H];
+      for (int h = 0; h < H; ++h) a[h] = bias(h);
+      for (int64_t c = 0; c < m; ++c) {
+        const V xc = load_n<S>(x + c * x_stride + i, count);
+        for (int h = 0; h < H; ++h) a[h] = S::fmadd(S::set1(w[(h0 + h) * m + c]), xc, a[h]);
+      }
+      for (int h = 0; h < H; ++h) store_n<S>(y + (h0 + h) * y_stride + i, a[h], count);
+    }
+  }
+
+  static void mix(const float* x, int64_t x_stride, int64_t m, const float* w, const float* b,
+                  int64_t mh, int64_t n, void* yv, int64_t y_stride) {
+    T* y = static_cast<T*>(yv);
+    for (int64_t h0 = 0; h0 < mh; h0 += 4) {
+      switch (std::min<int64_t>(4, mh - h0)) {
+        case 1: mix_rows<1>(x, x_stride, m, w, b, h0, n, y, y_stride); break;
+        case 2: mix_rows<2>(x, x_stride, m, w, b, h0, n, y, y_stride); break;
+        case 3: mix_rows<3>(x, x_stride, m, w, b, h0, n, y, y_stride); break;
+        default: mix_rows<4>(x, x_stride, m, w, b, h0, n, y, y_stride); break;
+      }
+    }
+  }
+
   static constexpr EltwiseKernels table(const char* name) {
-    return {name, &unary, &affine, &binary, &binary_scalar, &add_rows};
+    return {name, &unary, &affine, &binary, &binary_scalar, &add_rows, &mix};
   }
 };
 
