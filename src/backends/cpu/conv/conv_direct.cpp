@@ -534,6 +534,14 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
                      const uint8_t* a0, uint8_t* tile_out, uint8_t* tile_res) {
     const Strip& strip = (*band.strips)[static_cast<size_t>(st)];
     const Segment* sg = band.segs + strip.first;
+    // The residual rows of the tile from output row0 on, `rows` of them, into tile_res.
+    auto gather_residual = [&](int64_t row0, int64_t rows) {
+      for (int64_t i = 0; i < rows; ++i)
+        for (size_t s = 0; s < strip.count; ++s)
+          std::memcpy(tile_res + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
+                      rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
+                      static_cast<size_t>(sg[s].len) * es);
+    };
     if (head) {
       // Every block's fp32 tile (mb0 = 0, mb1 = mblocks), then the head's rows after them,
       // stored to the head's channels of Y.
@@ -541,12 +549,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       for (int64_t mb = mb0; mb < mb1; ++mb) {
         const int64_t m0 = mb * mr, rows = std::min(mr, mg - m0);
         const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane + band.y0 * ow;
-        if (rb)
-          for (int64_t i = 0; i < rows; ++i)
-            for (size_t s = 0; s < strip.count; ++s)
-              std::memcpy(tile_res + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
-                          rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
-                          static_cast<size_t>(sg[s].len) * es);
+        if (rb) gather_residual(row0, rows);
         GemmParams p = params(m0, rb ? tile_res : nullptr, y);
         p.f32_out = true;
         g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps),
@@ -585,12 +588,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         continue;
       }
       // Lanes scattered over several output rows: through a scratch tile.
-      if (rb)
-        for (int64_t i = 0; i < rows; ++i)
-          for (size_t s = 0; s < strip.count; ++s)
-            std::memcpy(tile_res + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
-                        rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
-                        static_cast<size_t>(sg[s].len) * es);
+      if (rb) gather_residual(row0, rows);
       g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps), a,
                 b, offs, tile_out, static_cast<size_t>(nr), params(m0, rb ? tile_res : nullptr, y));
       for (int64_t i = 0; i < rows; ++i)
