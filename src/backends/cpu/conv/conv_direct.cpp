@@ -14,7 +14,6 @@
 
 #include "backends/cpu/conv/conv_gemm.h"
 #include "backends/cpu/kernels/gemm/gemm_rows.h"
-#include "backends/cpu/kernels/softmax/softmax.h"
 
 namespace voxrt::cpu {
 
@@ -526,8 +525,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // `tile_res` hold MR x NR elements.
   const int64_t block_bytes = mr * steps * static_cast<int64_t>(ab);
   const CastKernels& cast = cast_kernels(g.isa);
-  const EltwiseKernels* mix_y = eltwise_kernels(y.dtype(), g.isa);
-  const SoftmaxKernels* softmax_f32 = softmax_kernels(DType::f32, g.isa);
+  // With a head, mixed straight into Y's dtype.
+  const EltwiseKernels* mix_y = head ? eltwise_kernels(y.dtype(), g_.isa) : nullptr;
   const float* head_b = head_.b.empty() ? nullptr : head_.b.data();
   auto compute = [&](int64_t n, int64_t grp, int64_t oz, const Band& band, int64_t st,
                      const uint8_t* b, const int64_t* offs, int64_t mb0, int64_t mb1,
@@ -562,7 +561,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         for (size_t s = 0; s < strip.count; ++s) {
           uint8_t* dst = yb + (row0 + sg[s].out) * ys;
           mix_y->mix(t + sg[s].lane, nr, m_, head_.w.data(), head_b, mh, sg[s].len, dst, s_out);
-          if (head_.softmax) softmax_f32->strided(dst, dst, mh, s_out, sg[s].len);
+          if (head_.softmax) softmax_f32_->strided(dst, dst, mh, s_out, sg[s].len);
         }
         return;
       }

@@ -6,7 +6,6 @@
 #include <new>
 
 #include "backends/cpu/kernels/gemm/gemm_rows.h"
-#include "backends/cpu/kernels/softmax/softmax.h"
 #include "core/half.h"
 
 namespace voxrt::cpu {
@@ -365,6 +364,10 @@ ConvGemm::ConvGemm(const GemmKernel& g, const Tensor& w, const Tensor* bias, int
        (!head_.b.empty() && head_.b.size() != static_cast<size_t>(head_.channels))))
     throw Error("ConvGemm: a head takes " + std::to_string(head_.channels) + " x " +
                 std::to_string(m_) + " weights, one group");
+  if (head_.channels > 0) {
+    mix_f32_ = eltwise_kernels(DType::f32, g_.isa);
+    softmax_f32_ = softmax_kernels(DType::f32, g_.isa);
+  }
   for (int64_t d = 2; d < w.rank(); ++d) kvol_ *= w.dim(d);
   for (int d = 0; d < 3; ++d) {
     const int64_t axis = d + w.rank() - 3;
@@ -411,11 +414,9 @@ std::string ConvGemm::kernel_names() const {
 
 void ConvGemm::head_tile(const float* tile, int64_t in_stride, int64_t n, float* out,
                          int64_t out_stride) const {
-  eltwise_kernels(DType::f32, g_.isa)
-      ->mix(tile, in_stride, m_, head_.w.data(), head_.b.empty() ? nullptr : head_.b.data(),
-            head_.channels, n, out, out_stride);
-  if (head_.softmax)
-    softmax_kernels(DType::f32, g_.isa)->strided(out, out, head_.channels, out_stride, n);
+  mix_f32_->mix(tile, in_stride, m_, head_.w.data(), head_.b.empty() ? nullptr : head_.b.data(),
+                head_.channels, n, out, out_stride);
+  if (head_.softmax) softmax_f32_->strided(out, out, head_.channels, out_stride, n);
 }
 
 void ConvGemm::run_head(const RunContext& ctx, const Tensor& mid, Tensor& y) const {

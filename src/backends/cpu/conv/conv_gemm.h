@@ -20,6 +20,7 @@
 #include "backends/cpu/driver_util.h"
 #include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
+#include "backends/cpu/kernels/softmax/softmax.h"
 #include "backends/ref/ops/window.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
@@ -306,6 +307,9 @@ class ConvGemm {
   bool tap_pairs_ = false;  // elements pair width taps rather than channels (see elements())
   ConvEpilogue epilogue_;
   ConvHead head_;
+  // With a head: its fp32 mix (into fp32 rows) and the softmax over its channels, at g_'s ISA.
+  const EltwiseKernels* mix_f32_ = nullptr;
+  const SoftmaxKernels* softmax_f32_ = nullptr;
   APanels a_;  // per group: ceil((M / group) / MR) micro-panels of MR x elements()
   size_t a_group_bytes_ = 0;
   std::vector<float> bias_;  // M values; empty when the node has no bias
