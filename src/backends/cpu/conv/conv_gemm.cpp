@@ -464,11 +464,12 @@ void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput
   if (x.batch() == 0 || win.out_size() == 0 || m_ == 0) return;
   if (head_.channels > 0) {
     // The direct path mixes each strip's tiles through the head; elsewhere the M channels go
-    // through an fp32 tensor of their own first.
+    // through an fp32 tensor of their own first, in the run's scratch.
     if (!pointwise(win) && run_direct(ctx, win, x, residual, y, true)) return;
     Shape shape = y.shape();
     shape[1] = m_;
-    Tensor mid = Tensor::empty(DType::f32, shape);
+    const PanelBuffer bytes(static_cast<size_t>(shape_numel(shape)) * sizeof(float), ctx.scratch);
+    Tensor mid = Tensor::view(DType::f32, shape, bytes.data());
     if (pointwise(win) && x.single())
       run_pointwise(ctx, win, x.part(0), residual, mid);
     else if (pointwise(win))
