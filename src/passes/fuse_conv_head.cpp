@@ -43,6 +43,8 @@ void fuse_conv_head(ir::Graph& g) {
   const auto consumers = g.consumers();
   std::vector<char> drop(g.nodes.size(), 0);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
+    // A head already taken is no producer: its output now comes from the node that took it.
+    if (drop[k]) continue;
     ir::Node& conv = g.nodes[k];
     const bool plain = conv.op_type == "Conv" && conv.domain.empty();
     const bool fused = conv.op_type == "FusedConv" && conv.domain == kInternalDomain;

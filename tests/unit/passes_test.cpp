@@ -291,6 +291,7 @@ TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
 struct HeadGraph {
   int64_t m = 4, head_kernel = 1, head_stride = 1, softmax_axis = 0;  // 0: no Softmax
   bool shared = false, head_bias = true;
+  bool second_head = false;  // another 1x1 Conv (3 -> 2) after the head (no Softmax then)
 };
 ir::Graph head_graph(const HeadGraph& h) {
   ModelBuilder b(17);
@@ -313,8 +314,14 @@ ir::Graph head_graph(const HeadGraph& h) {
   auto& head = b.node(
       "Conv",
       h.head_bias ? std::vector<std::string>{"r", "hw", "hb"} : std::vector<std::string>{"r", "hw"},
-      {h.softmax_axis ? "logits" : "y"});
+      {h.softmax_axis  ? "logits"
+       : h.second_head ? "h1"
+                       : "y"});
   ModelBuilder::attr_ints(head, "strides", {h.head_stride, h.head_stride});
+  if (h.second_head) {
+    b.initializer("hw2", {2, 3, 1, 1}, {0.5f, -0.25f, 0.75f, 0.1f, 0.3f, -0.6f});
+    b.node("Conv", {"h1", "hw2"}, {"y"});
+  }
   if (h.softmax_axis) {
     auto& sm = b.node("Softmax", {"logits"}, {"y"});
     ModelBuilder::attr_int(sm, "axis", h.softmax_axis);
@@ -353,6 +360,22 @@ TEST(FuseConvHead, HeadAndSoftmaxJoinTheConv) {
                           {random_input({2, 3, 6, 7}, 7), random_input({2, 2, 6, 7}, 8)}, 1e-5,
                           what);
     }
+}
+
+// Conv -> 1x1 -> 1x1: the first 1x1 becomes the convolution's head; the second, whose producer
+// is now that fused node, stays a Conv (a head taken by a node the pass drops would leave its
+// output without a producer).
+TEST(FuseConvHead, ChainOfHeadsTakesOne) {
+  HeadGraph h;
+  h.second_head = true;
+  ir::Graph before = head_graph(h);
+  ir::Graph after = before;
+  fuse_conv_head(after);
+  EXPECT_EQ(count_ops(before, "Conv"), 2);
+  EXPECT_EQ(count_ops(after, "Conv"), 1);
+  expect_same_outputs(before, after,
+                      {random_input({2, 3, 6, 7}, 10), random_input({2, 2, 6, 7}, 11)}, 1e-5,
+                      "chain");
 }
 
 // Left alone: a convolution whose output another node reads, a head that is not 1x1 or has a
