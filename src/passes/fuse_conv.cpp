@@ -14,14 +14,34 @@ namespace voxrt {
 void fuse_conv_epilogue(ir::Graph& g) {
   auto consumers = g.consumers();
   std::vector<char> drop(g.nodes.size(), 0);
-  // Whether v is a plain Conv's output that only `add` reads: that Conv takes the Add itself,
-  // before any activation after it, so a residual after the activation should not.
+  // Whether v is a plain Conv's output that only `add` reads and an activation follows the Add:
+  // that Conv takes the Add and the activation, so a residual after the activation should not.
+  // Without an activation after it the convolution with one before it takes the Add, and the
+  // plain one stays free to join a sibling (fuse-sibling-convs: MONAI's residual convolution
+  // and its unit's first convolution read the same input).
   const std::vector<int> producers = g.producers();
   auto conv_takes = [&](int v, int add) {
     const int producer = producers[static_cast<size_t>(v)];
-    return producer >= 0 && g.nodes[static_cast<size_t>(producer)].op_type == "Conv" &&
-           g.nodes[static_cast<size_t>(producer)].domain.empty() &&
-           sole_consumer(g, consumers, v) == add;
+    if (producer < 0 || g.nodes[static_cast<size_t>(producer)].op_type != "Conv" ||
+        !g.nodes[static_cast<size_t>(producer)].domain.empty() ||
+        sole_consumer(g, consumers, v) != add)
+      return false;
+    const int after = sole_consumer(g, consumers, g.nodes[static_cast<size_t>(add)].outputs[0]);
+    if (after < 0) return false;
+    const ir::Node& act = g.nodes[static_cast<size_t>(after)];
+    return act.domain.empty() && (act.op_type == "Relu" || act.op_type == "LeakyRelu");
+  };
+  // Whether v is Conv -> Relu | LeakyRelu's output, each read only by the next.
+  auto activated_conv = [&](int v) {
+    const int act = producers[static_cast<size_t>(v)];
+    if (act < 0 || sole_consumer(g, consumers, v) < 0) return false;
+    const ir::Node& a = g.nodes[static_cast<size_t>(act)];
+    if (!a.domain.empty() || (a.op_type != "Relu" && a.op_type != "LeakyRelu") || a.inputs.empty())
+      return false;
+    const int c = producers[static_cast<size_t>(a.inputs[0])];
+    return c >= 0 && g.nodes[static_cast<size_t>(c)].op_type == "Conv" &&
+           g.nodes[static_cast<size_t>(c)].domain.empty() &&
+           sole_consumer(g, consumers, a.inputs[0]) == act;
   };
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     ir::Node& conv = g.nodes[k];
@@ -34,6 +54,11 @@ void fuse_conv_epilogue(ir::Graph& g) {
       return c >= 0 && !drop[static_cast<size_t>(c)] ? c : -1;
     };
     EpilogueChain e = epilogue_chain(g, conv.outputs[0], !transposed, free_consumer);
+    // An Add with no activation after it whose other operand is Conv -> activation: that Conv
+    // takes the Add after its activation, and this one stays plain (MONAI's residual
+    // convolution, which torch exports before its unit's second convolution).
+    if (e.residual >= 0 && e.activation.empty() && activated_conv(e.residual))
+      e = epilogue_chain(g, conv.outputs[0], false, free_consumer);
     bool residual_after = false;
     if (!transposed && e.residual < 0 && !e.activation.empty() && e.next >= 0) {
       const int other = residual_operand(g, g.nodes[static_cast<size_t>(e.next)], e.out);

@@ -18,6 +18,7 @@ const std::vector<Pass>& portable_passes() {
       {"fuse-norm-activation", fuse_norm_activation},
       {"fuse-concat-into-conv", fuse_concat_into_conv},
       {"fuse-conv-head", fuse_conv_head},
+      {"fuse-sibling-convs", fuse_sibling_convs},
       {"fuse-output-cast", fuse_output_cast},
   };
   return passes;

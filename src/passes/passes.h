@@ -33,6 +33,7 @@ void fuse_group_norm(ir::Graph& g);
 void fuse_norm_activation(ir::Graph& g);
 void fuse_concat_into_conv(ir::Graph& g);
 void fuse_conv_head(ir::Graph& g);
+void fuse_sibling_convs(ir::Graph& g);
 void fuse_output_cast(ir::Graph& g);
 
 struct Fp16Options {

@@ -24,7 +24,7 @@ struct Plan {
   // Memory: every intermediate activation lives at an offset in one arena per run.
   std::vector<int64_t> arena_offset;  // per value id: byte offset, -1 if not in the arena
   int64_t arena_bytes = 0;
-  std::vector<char> skip_step;  // per step: a Concat whose inputs were written in place
+  std::vector<char> skip_step;  // per step: a Concat or Split whose values are slices (arena)
 };
 
 /// Places intermediate activations in one arena by lifetime (values whose lifetimes overlap never

@@ -168,13 +168,15 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
     int k = plan->steps[s];
     const ir::Node& n = g.nodes[static_cast<size_t>(k)];
     if (plan->skip_step[s]) {
-      // A Concat whose producers already wrote into their slices of it.
-      int o = n.outputs[0];
-      vals[static_cast<size_t>(o)] = Tensor::view(
-          *g.values[static_cast<size_t>(o)].dtype, plan->shapes[static_cast<size_t>(o)],
-          arena + plan->arena_offset[static_cast<size_t>(o)]);
-      if (observe)
-        (*observe)(n.name, g.values[static_cast<size_t>(o)].name, vals[static_cast<size_t>(o)]);
+      // A Concat whose producers already wrote into their slices of it, or a Split whose
+      // outputs are slices of its input.
+      for (int o : n.outputs) {
+        vals[static_cast<size_t>(o)] = Tensor::view(
+            *g.values[static_cast<size_t>(o)].dtype, plan->shapes[static_cast<size_t>(o)],
+            arena + plan->arena_offset[static_cast<size_t>(o)]);
+        if (observe)
+          (*observe)(n.name, g.values[static_cast<size_t>(o)].name, vals[static_cast<size_t>(o)]);
+      }
       continue;
     }
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);

@@ -36,6 +36,7 @@ struct ConvCase : test::AttrSetters<ConvCase> {
   int64_t head = 0;              // FusedConv only: a 1x1 head of this many channels (0: none)
   bool head_bias = true;
   bool head_softmax = false;
+  bool slopes = false;  // FusedConv only, no activation: a LeakyRelu slope per output channel
 
   std::string str() const {
     std::string t = op + " x" + shape_str(x) + " w" + shape_str(w) + (bias ? " bias" : "") +
@@ -44,6 +45,7 @@ struct ConvCase : test::AttrSetters<ConvCase> {
     if (head > 0)
       t += " head " + std::to_string(head) + (head_bias ? " with bias" : "") +
            (head_softmax ? " softmax" : "");
+    if (slopes) t += " slopes";
     for (const auto& [name, a] : attrs) {
       t += " " + name + "=";
       if (a.kind == ir::Attribute::Kind::is)
@@ -111,6 +113,13 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     n.attrs.items["alpha"].kind = ir::Attribute::Kind::f;
     n.attrs.items["alpha"].f = 0.2f;
   }
+  if (c.slopes) {
+    // Identity, ReLU and leaky slopes, channel by channel.
+    const float pattern[] = {1.0f, 0.0f, 0.3f, -0.5f, 0.75f, 0.1f, 1.0f};
+    ir::Attribute& a = n.attrs.items[kFusedSlopes];
+    a.kind = ir::Attribute::Kind::fs;
+    for (int64_t i = 0; i < m; ++i) a.fs.push_back(pattern[i % 7]);
+  }
   n.attrs.where = g.where(n);
   std::vector<ValueMeta> meta = {{true, t, c.x, nullptr}, {true, t, c.w, &out.w}, {}};
   if (c.bias) meta[2] = {true, t, {m}, &out.b};
@@ -122,6 +131,7 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     conv.attrs.items.erase("alpha");
     conv.attrs.items.erase(kResidualAfterActivation);
     conv.attrs.items.erase(kFusedCastTo);
+    conv.attrs.items.erase(kFusedSlopes);
     out.y = OpRegistry::instance().create(conv, g)->infer_shapes(meta)[0];
   } catch (const Error&) {
     return false;

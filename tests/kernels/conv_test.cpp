@@ -90,6 +90,34 @@ TEST_P(ConvLoweringTest, FusedHeadMatchesReference) {
     }
 }
 
+// Each output channel's own LeakyRelu slope (a FusedConv computing sibling convolutions,
+// passes/fuse_sibling_convs.cpp) on every path: the direct one in 3D at unit and width stride 2
+// (MONAI's residual unit from one and from eight channels), in 2D bands, several MR blocks with
+// the slopes' pattern crossing them, grouped, with a residual; 1x1 tiles; the packed path.
+TEST_P(ConvLoweringTest, ChannelSlopesMatchReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(29);
+  std::vector<ConvCase> cases;
+  const std::vector<int64_t> pads3 = {1, 1, 1, 1, 1, 1};
+  auto add = [&](Shape x, Shape w) -> ConvCase& {
+    ConvCase& c = add_case(cases, "FusedConv", std::move(x), std::move(w));
+    c.slopes = true;
+    return c;
+  };
+  add({1, 1, 12, 14, 16}, {16, 1, 3, 3, 3}).ints("pads", pads3).ints("strides", {2, 2, 2});
+  add({1, 8, 10, 9, 12}, {32, 8, 3, 3, 3}).ints("pads", pads3).ints("strides", {2, 2, 2});
+  add({2, 6, 7, 8, 9}, {13, 6, 3, 3, 3}).ints("pads", pads3);
+  add({1, 6, 20, 23}, {10, 6, 3, 3}).ints("pads", {1, 1, 1, 1});
+  add({1, 8, 6, 7, 8}, {12, 4, 3, 3, 3}).ints("pads", pads3).i("group", 2);
+  add({1, 16, 7, 8, 9}, {11, 16, 1, 1, 1});
+  add({1, 4, 5, 6, 130}, {6, 4, 3, 3, 3}).ints("strides", {1, 1, 9});
+  add({1, 5, 6, 7, 8}, {9, 5, 3, 3, 3}).ints("pads", pads3).residual = true;
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+}
+
 // The packed path's two ways of packing im2col panels (conv_gemm.cpp): rows longer than
 // kShortRow at a width stride the direct path leaves to it, packed in runs from X; short rows
 // (a deep layer at 4^3, strided or dilated small planes), gathered from a zero-padded copy.

@@ -24,7 +24,15 @@ struct Problem {
   bool b_rows;  // B read as rows of a wider matrix (b_offsets s * ld) instead of packed panels
   bool residual_after_act = false;
   bool f16_b = false;  // B as rows of fp16 values through GemmKernel::ukernel_f16_b
+  bool slopes = false;  // with leaky_relu, a slope per row (GemmParams::slopes)
 };
+
+// Row i's LeakyRelu slope where a Problem asks for one a row: identity (1), ReLU (0) and others
+// (within [-1, 1], so the sums' error bound holds after them).
+float row_slope(int64_t i) {
+  const float s[] = {1.0f, 0.0f, 0.3f, -0.5f, 0.75f};
+  return s[i % 5];
+}
 
 // Storage-dtype values in [lo, hi), never exactly zero.
 std::vector<uint8_t> random_storage(DType t, int64_t count, std::mt19937& rng, float lo, float hi) {
@@ -55,6 +63,8 @@ void run_tiles(const GemmKernel& g, const Problem& pr, const uint8_t* a, BAt b_a
   size_t ab = panel_type_bytes(g.a_panel);
   size_t cb = pr.f32_out ? 4 : dtype_size(g.storage);
   const int64_t k = packed_steps(g, pr.k);
+  std::vector<float> slopes(static_cast<size_t>(pr.m));
+  for (int64_t i = 0; i < pr.m; ++i) slopes[static_cast<size_t>(i)] = row_slope(i);
   for (int64_t i0 = 0; i0 < pr.m; i0 += g.mr)
     for (int64_t j0 = 0; j0 < pr.n; j0 += g.nr) {
       GemmParams p;
@@ -63,6 +73,7 @@ void run_tiles(const GemmKernel& g, const Problem& pr, const uint8_t* a, BAt b_a
           pr.residual ? residual.data() + (i0 * ldc + j0) * dtype_size(g.storage) : nullptr;
       p.act = pr.act;
       p.alpha = 0.125f;
+      p.slopes = pr.slopes ? slopes.data() + i0 : nullptr;
       p.residual_after_act = pr.residual_after_act;
       p.f32_out = pr.f32_out;
       fn(static_cast<size_t>(std::min<int64_t>(g.mr, pr.m - i0)),
@@ -73,12 +84,12 @@ void run_tiles(const GemmKernel& g, const Problem& pr, const uint8_t* a, BAt b_a
 }
 
 void check_row(const GemmKernel& g, const Problem& pr, std::mt19937& rng) {
-  std::string what = std::string(g.name) + " m=" + std::to_string(pr.m) +
-                     " n=" + std::to_string(pr.n) + " k=" + std::to_string(pr.k) +
-                     " act=" + std::to_string(static_cast<int>(pr.act)) + (pr.bias ? " bias" : "") +
-                     (pr.residual ? " residual" : "") +
-                     (pr.residual_after_act ? " after act" : "") + (pr.f32_out ? " f32_out" : "") +
-                     (pr.b_rows ? " b_rows" : "") + (pr.f16_b ? " f16_b" : "");
+  std::string what =
+      std::string(g.name) + " m=" + std::to_string(pr.m) + " n=" + std::to_string(pr.n) +
+      " k=" + std::to_string(pr.k) + " act=" + std::to_string(static_cast<int>(pr.act)) +
+      (pr.bias ? " bias" : "") + (pr.residual ? " residual" : "") +
+      (pr.residual_after_act ? " after act" : "") + (pr.f32_out ? " f32_out" : "") +
+      (pr.b_rows ? " b_rows" : "") + (pr.f16_b ? " f16_b" : "") + (pr.slopes ? " slopes" : "");
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<float> a(static_cast<size_t>(pr.m * pr.k));
   for (float& v : a) {
@@ -194,6 +205,7 @@ TEST_P(GemmRowTest, MatchesReferenceOnTileEdgeAndPrimeSizes) {
                   variant % 7 == 0,
                   variant % 4 == 1,
                   variant % 10 == 1};
+        p.slopes = p.act == Activation::leaky_relu && variant % 4 != 3;
         check_row(g, p, rng);
         if (HasFatalFailure()) return;
       }
@@ -211,6 +223,11 @@ TEST_P(GemmRowTest, MatchesReferenceOnTileEdgeAndPrimeSizes) {
   // A tile short of rows computes only those it stores: every short count, after a full tile.
   for (int64_t r = 1; r < mr; ++r) {
     Problem p{mr + r, nr + 3, 27, acts[r % 3], r % 2 == 0, true, r % 3 == 0, false, false};
+    check_row(g, p, rng);
+    if (HasFatalFailure()) return;
+    // Each row's own slope, rows of both tiles.
+    p.act = Activation::leaky_relu;
+    p.slopes = true;
     check_row(g, p, rng);
     if (HasFatalFailure()) return;
   }

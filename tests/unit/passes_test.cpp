@@ -540,9 +540,11 @@ int residual_after_count(const ir::Graph& g) {
 }
 
 // Each Add joins one conv, and every activation its conv: MONAI's residual unit act(conv(x)) + x
-// adds after the activation; where a second plain Conv feeds the Add, that conv takes it before
-// any activation (a Relu after the Add can then join too), also when it comes after the first
-// in the graph (a ResNet block's two branches, taken once).
+// adds after the activation; where a second plain Conv feeds the Add and a Relu follows it, that
+// conv takes the Add before the Relu (which then joins too), also when it comes after the first
+// in the graph (a ResNet block's two branches, taken once). Without an activation after the Add
+// the first conv takes it after its activation and the second stays plain (MONAI's strided
+// residual unit: its residual conv may then join the unit's first conv, fuse-sibling-convs).
 TEST(FuseConvEpilogue, ResidualAddsJoinOneConv) {
   struct Case {
     bool act_before_add, second_conv, act_after_add;
@@ -551,7 +553,7 @@ TEST(FuseConvEpilogue, ResidualAddsJoinOneConv) {
   };
   const Case cases[] = {
       {true, false, false, 1, 0, 1, "act(conv(x)) + x"},
-      {true, true, false, 2, 0, 0, "act(conv_a(x)) + conv_b(x)"},
+      {true, true, false, 1, 1, 1, "act(conv_a(x)) + conv_b(x)"},
       {true, true, true, 2, 0, 0, "relu(act(conv_a(x)) + conv_b(x))"},
       {false, true, true, 1, 1, 0, "relu(conv_a(x) + conv_b(x))"},
   };
@@ -620,11 +622,128 @@ TEST(PreluAsLeakyRelu, FixtureMonaiUnet) {
   EXPECT_EQ(count_ops(after, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(after, "LeakyRelu"), 0);
   EXPECT_EQ(count_ops(after, "FusedConvTranspose"), 3);
-  // Every residual unit's Add joins a conv: the strided units' before their residual conv's
-  // (absent) activation, the up path's identity ones after the activation.
+  // Every residual unit's Add joins the conv before it after its activation: the down path's
+  // (whose residual convs stay plain or join their units' first convs) and the up path's.
   EXPECT_EQ(count_ops(after, "Add"), 0);
-  EXPECT_EQ(residual_after_count(after), 2);
+  EXPECT_EQ(residual_after_count(after), 6);
   expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 8}, 13)}, 1e-5, "");
+}
+
+// x -> Conv a (4 -> 6, 3x3, stride 2, bias) [-> act_a] and x -> Conv b (4 -> 5, no bias, stride
+// b_stride, reading `b_input`) [-> act_b] -> Conv e (3x3, 5 -> 6; not 1x1, which would become
+// b's head); y = a * e.
+struct SiblingGraph {
+  int opset = 17;
+  std::string act_a = "LeakyRelu", act_b;
+  int64_t b_stride = 2;
+  std::string b_input = "x";
+};
+
+ir::Graph sibling_graph(const SiblingGraph& s) {
+  ModelBuilder b(s.opset);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 4, 9, 10});
+  b.input("x2", onnx::TensorProto::FLOAT, {std::string("N"), 4, 9, 10});
+  b.initializer("wa", {6, 4, 3, 3}, pattern(6 * 4 * 9, 3));
+  b.initializer("ba", {6}, pattern(6, 4));
+  b.initializer("wb", {5, 4, 3, 3}, pattern(5 * 4 * 9, 5));
+  b.initializer("we", {6, 5, 3, 3}, pattern(6 * 5 * 9, 6));
+  auto act = [&](const std::string& op, const std::string& in, const std::string& out) {
+    auto& n = b.node(op, {in}, {out});
+    if (op == "LeakyRelu") ModelBuilder::attr_float(n, "alpha", 0.2f);
+  };
+  auto& a = b.node("Conv", {"x", "wa", "ba"}, {s.act_a.empty() ? "ya" : "ca"});
+  ModelBuilder::attr_ints(a, "pads", {1, 1, 1, 1});
+  ModelBuilder::attr_ints(a, "strides", {2, 2});
+  if (!s.act_a.empty()) act(s.act_a, "ca", "ya");
+  auto& c = b.node("Conv", {s.b_input, "wb"}, {s.act_b.empty() ? "yb" : "cb"});
+  ModelBuilder::attr_ints(c, "pads", {1, 1, 1, 1});
+  ModelBuilder::attr_ints(c, "strides", {s.b_stride, s.b_stride});
+  if (!s.act_b.empty()) act(s.act_b, "cb", "yb");
+  ModelBuilder::attr_ints(b.node("Conv", {"yb", "we"}, {"ce"}), "pads", {1, 1, 1, 1});
+  b.node("Mul", {"ya", "ce"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  run_passes(g, "fuse-conv-head");  // the passes before this one
+  return g;
+}
+
+// Convolutions of one input over the same windows become one FusedConv and a Split along
+// channels (Split's attribute before opset 13, its input after), each keeping its activation:
+// per-channel slopes where they differ, the shared activation where they do not.
+TEST(FuseSiblingConvs, ConvsOfOneInputJoin) {
+  struct Case {
+    int opset;
+    const char* act_a;
+    const char* act_b;
+    bool slopes;
+  };
+  const Case cases[] = {{17, "LeakyRelu", "", true},
+                        {11, "LeakyRelu", "Relu", true},
+                        {17, "Relu", "Relu", false},
+                        {13, "", "", false}};
+  unsigned seed = 30;
+  for (const Case& c : cases) {
+    SiblingGraph sg;
+    sg.opset = c.opset;
+    sg.act_a = c.act_a;
+    sg.act_b = c.act_b;
+    ir::Graph before = sibling_graph(sg);
+    ir::Graph after = before;
+    fuse_sibling_convs(after);
+    const std::string what = "opset " + std::to_string(c.opset) + " " + c.act_a + "/" + c.act_b;
+    ASSERT_EQ(count_ops(after, "Split"), 1) << what;
+    const ir::Node* joint = nullptr;
+    for (const ir::Node& n : after.nodes)
+      if (n.op_type == "FusedConv" && n.name.find("/siblings") != std::string::npos) joint = &n;
+    ASSERT_NE(joint, nullptr) << what;
+    EXPECT_EQ(after.constant(joint->inputs[1])->dim(0), 11) << what;
+    EXPECT_EQ(joint->attrs.has(kFusedSlopes), c.slopes) << what;
+    if (c.slopes) {
+      const std::vector<float> sl = joint->attrs.get_floats(kFusedSlopes);
+      ASSERT_EQ(sl.size(), 11u) << what;
+      EXPECT_EQ(sl[0], c.act_a == std::string("LeakyRelu") ? 0.2f : 1.0f) << what;
+      EXPECT_EQ(sl[6], c.act_b == std::string("Relu") ? 0.0f : 1.0f) << what;
+    } else {
+      EXPECT_EQ(joint->attrs.get_string("activation", ""), c.act_a) << what;
+    }
+    EXPECT_EQ(count_ops(after, "Conv") + count_ops(after, "FusedConv"), 2) << what;
+    for (int64_t n : {1, 2})
+      expect_same_outputs(
+          before, after, {random_input({n, 4, 9, 10}, seed++), random_input({n, 4, 9, 10}, seed++)},
+          1e-5, what + " batch " + std::to_string(n));
+  }
+}
+
+// Left alone: convolutions of one input with other strides, and of two inputs.
+TEST(FuseSiblingConvs, LeavesOtherWindowsAndInputsAlone) {
+  SiblingGraph strided, other_input;
+  strided.b_stride = 1;
+  other_input.b_input = "x2";
+  for (const SiblingGraph& sg : {strided, other_input}) {
+    ir::Graph g = sibling_graph(sg);
+    const size_t nodes = g.nodes.size();
+    fuse_sibling_convs(g);
+    EXPECT_EQ(count_ops(g, "Split"), 0);
+    EXPECT_EQ(g.nodes.size(), nodes);
+  }
+}
+
+// MONAI's UNet: each strided residual unit's first convolution and its residual convolution
+// (3x3x3 at stride 2 from the unit's input) join, three of them; the bottom unit's 1x1 residual
+// stays alone. fp32 and an fp16 model keeping fp32 at the edges.
+TEST(FuseSiblingConvs, FixtureMonaiResidualUnits) {
+  for (const char* file : {"unet3d_monai_op17.onnx", "unet3d_monai_op11_fp16io32.onnx"}) {
+    ir::Graph before = fixture_after(file, "fuse-conv-head");
+    ir::Graph after = before;
+    fuse_sibling_convs(after);
+    EXPECT_EQ(count_ops(after, "Split"), 3) << file;
+    EXPECT_EQ(count_ops(before, "Conv") + count_ops(before, "FusedConv") -
+                  count_ops(after, "Conv") - count_ops(after, "FusedConv"),
+              3)
+        << file;
+    expect_same_outputs(before, after, {random_input({1, 1, 16, 16, 8}, 41)},
+                        std::string(file).find("fp16") != std::string::npos ? 1e-2 : 1e-5, file);
+  }
 }
 
 // After lowering, the weights and biases the conv ops packed keep their shapes but no bytes;

@@ -25,8 +25,8 @@ std::vector<float> random_values(size_t n, unsigned seed) {
 
 // The optimized Session (whose plan lets ops overwrite their inputs) against the reference
 // backend (whose plan does not), within the fp32 bar.
-void expect_reference_results(const std::string& bytes) {
-  Tensor x = Tensor::empty(DType::f32, {1, 4, 8, 8, 8});
+void expect_reference_results(const std::string& bytes, const Shape& shape = {1, 4, 8, 8, 8}) {
+  Tensor x = Tensor::empty(DType::f32, shape);
   std::vector<float> xv = random_values(static_cast<size_t>(x.numel()), 5);
   std::copy(xv.begin(), xv.end(), x.data<float>());
   SessionOptions o;
@@ -40,7 +40,7 @@ void expect_reference_results(const std::string& bytes) {
     num += (g[i] - w[i]) * (g[i] - w[i]);
     den += w[i] * w[i];
   }
-  EXPECT_LT(std::sqrt(num / den), 1e-5);
+  EXPECT_LT(std::sqrt(num / den), 1e-5) << shape_str(shape);
 }
 
 // Arena offsets of input 0 and output 0 of every node of `op_type` after compiling and planning
@@ -106,6 +106,66 @@ TEST(PlanArena, StandaloneActivationOverwritesItsInput) {
   EXPECT_GE(sigmoids[0].first, 0);
   EXPECT_EQ(sigmoids[0].second, sigmoids[0].first);
   expect_reference_results(bytes);
+}
+
+// x -> Conv a (4 -> 6, stride 2) -> LeakyRelu -> InstanceNormalization, and x -> Conv b (4 -> 5,
+// the same window) -> Conv e (5 -> 6); y = a * e. The two convolutions join (fuse-sibling-convs)
+// into one and a Split, whose outputs at batch 1 are slices of the joint output: the Split is
+// skipped and the normalization writes over its slice; at batch 2 the Split copies.
+TEST(PlanArena, SplitOutputsAreSlicesAtBatchOne) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 4, 8, 8, 8});
+  b.initializer("wa", {6, 4, 3, 3, 3}, random_values(648, 8));
+  b.initializer("wb", {5, 4, 3, 3, 3}, random_values(540, 9));
+  b.initializer("we", {6, 5, 3, 3, 3}, random_values(810, 10));
+  b.initializer("scale", {6}, random_values(6, 11));
+  b.initializer("bias", {6}, random_values(6, 12));
+  for (const char* w : {"wa", "wb"}) {
+    auto& conv = b.node("Conv", {"x", w}, {w == std::string("wa") ? "ca" : "cb"});
+    ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1, 1, 1});
+    ModelBuilder::attr_ints(conv, "strides", {2, 2, 2});
+  }
+  ModelBuilder::attr_float(b.node("LeakyRelu", {"ca"}, {"la"}), "alpha", 0.1f);
+  b.node("InstanceNormalization", {"la", "scale", "bias"}, {"n"});
+  ModelBuilder::attr_ints(b.node("Conv", {"cb", "we"}, {"ce"}), "pads", {1, 1, 1, 1, 1, 1});
+  b.node("Mul", {"n", "ce"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  const std::string bytes = b.bytes();
+
+  CompiledModel m = compile_model(bytes.data(), bytes.size(), "plan", "", CompileOptions{});
+  size_t split = 0, norm = 0, joint = 0;
+  for (size_t k = 0; k < m.graph.nodes.size(); ++k) {
+    const std::string& op = m.graph.nodes[k].op_type;
+    if (op == "Split") split = k;
+    if (op == "InstanceNormalization") norm = k;
+    if (op == "FusedConv" && m.graph.nodes[k].outputs.size() == 1 &&
+        m.graph.nodes[k].name.find("/siblings") != std::string::npos)
+      joint = k;
+  }
+  ASSERT_EQ(m.graph.nodes[split].op_type, "Split");
+  ASSERT_EQ(m.graph.nodes[norm].op_type, "InstanceNormalization");
+  ASSERT_EQ(m.graph.nodes[joint].op_type, "FusedConv");
+  const ir::Node& sp = m.graph.nodes[split];
+  auto step_of = [](const Plan& p, size_t node) {
+    return static_cast<size_t>(std::find(p.steps.begin(), p.steps.end(), static_cast<int>(node)) -
+                               p.steps.begin());
+  };
+  auto offset = [](const Plan& p, int v) { return p.arena_offset[static_cast<size_t>(v)]; };
+
+  Plan one = make_plan(m, {{1, 4, 8, 8, 8}});
+  EXPECT_EQ(one.skip_step[step_of(one, split)], 1);
+  const int64_t base = offset(one, m.graph.nodes[joint].outputs[0]);
+  ASSERT_GE(base, 0);
+  EXPECT_EQ(offset(one, sp.outputs[0]), base);
+  EXPECT_EQ(offset(one, sp.outputs[1]), base + 6 * 4 * 4 * 4 * 4);  // after a's 6 channels
+  EXPECT_EQ(offset(one, m.graph.nodes[norm].outputs[0]), base) << "the norm writes over its slice";
+
+  Plan two = make_plan(m, {{2, 4, 8, 8, 8}});
+  EXPECT_EQ(two.skip_step[step_of(two, split)], 0);
+  EXPECT_NE(offset(two, sp.outputs[0]), offset(two, m.graph.nodes[joint].outputs[0]));
+
+  expect_reference_results(bytes, {1, 4, 8, 8, 8});
+  expect_reference_results(bytes, {2, 4, 8, 8, 8});
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ ConvEpilogue epilogue(const ir::Node& node) {
   ConvEpilogue e;
   e.act = a.act;
   e.alpha = a.alpha;
+  e.slopes = FusedEpilogue::from_attrs(node.attrs).slopes;
   e.residual_after_act = node.attrs.get_int(kResidualAfterActivation, 0) != 0;
   return e;
 }

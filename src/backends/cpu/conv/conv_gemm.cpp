@@ -451,6 +451,7 @@ GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual, const Tensor& y
   p.f32_out = y.dtype() != g_.storage;
   p.act = epilogue_.act;
   p.alpha = epilogue_.alpha;
+  p.slopes = epilogue_.slopes.empty() ? nullptr : epilogue_.slopes.data() + m0;
   p.residual_after_act = epilogue_.residual_after_act;
   return p;
 }

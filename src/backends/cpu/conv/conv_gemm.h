@@ -69,6 +69,7 @@ class ConvInput {
 struct ConvEpilogue {
   Activation act = Activation::none;
   float alpha = 0.01f;
+  std::vector<float> slopes;  // leaky_relu: a slope per output channel (ConvGemm only), or empty
   bool residual_after_act = false;  // y = act(conv(x)) + residual (ConvGemm only)
 };
 

@@ -54,6 +54,10 @@ class FusedConvOp : public Op {
              std::to_string(w.shape[0]));
       s[0][1] = w.shape[0];
     }
+    if (!epilogue_.slopes.empty() &&
+        (s[0].size() < 2 || s[0][1] != static_cast<int64_t>(epilogue_.slopes.size())))
+      fail(std::to_string(epilogue_.slopes.size()) + " slopes for an output of shape " +
+           shape_str(s[0]) + ": one per output channel expected");
     return s;
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
@@ -74,11 +78,14 @@ class FusedConvOp : public Op {
     conv_->compute(cin, conv_out);
     Tensor& y = conv_out[0];
     const Tensor* r = has_residual_ ? in[3] : nullptr;
+    const int64_t m = y.rank() > 1 ? y.dim(1) : 1,
+                  plane = y.numel() == 0 ? 1 : y.numel() / (y.dim(0) * m);
     for (int64_t i = 0; i < y.numel(); ++i) {
       const double res = r ? ref::load(*r, i) : 0.0;
+      const int64_t c = i / plane % m;
       ref::store(y, i,
-                 residual_after_ ? epilogue_.apply(ref::load(y, i)) + res
-                                 : epilogue_.apply(ref::load(y, i) + res));
+                 residual_after_ ? epilogue_.apply(ref::load(y, i), c) + res
+                                 : epilogue_.apply(ref::load(y, i) + res, c));
     }
     if (head_) apply_head(y, *in[head_input()], in[head_input() + 1], out[0]);
   }
@@ -184,6 +191,13 @@ FusedEpilogue FusedEpilogue::from_attrs(const ir::Attributes& a) {
   else if (!act.empty())
     throw Error(a.where + ": unknown fused activation '" + act + "'");
   e.alpha = a.get_float("alpha", 0.01f);
+  if (a.has(kFusedSlopes)) {
+    if (e.kind != Kind::none)
+      throw Error(a.where + ": per-channel slopes and the activation '" + act + "' both set");
+    e.kind = Kind::leaky_relu;
+    e.slopes = a.get_floats(kFusedSlopes);
+    if (e.slopes.empty()) throw Error(a.where + ": attribute slopes is empty");
+  }
   return e;
 }
 
@@ -199,6 +213,7 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   conv.attrs.items.erase(kFusedCastTo);
   conv.attrs.items.erase(kFusedHead);
   conv.attrs.items.erase(kFusedHeadSoftmax);
+  conv.attrs.items.erase(kFusedSlopes);
   return conv;
 }
 
@@ -220,6 +235,8 @@ void register_fused_ops(OpRegistry& r) {
     if (head_softmax && !head) c.fail("head_softmax without a head");
     if (c.node.op_type == "FusedConvTranspose" && (residual || parts != 1 || head))
       c.fail("a fused ConvTranspose takes no residual, no parts of X and no head");
+    if (c.node.attrs.has(kFusedSlopes) && (head || c.node.op_type != "FusedConv"))
+      c.fail("per-channel slopes need a FusedConv without a head");
     const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;
     const bool f32_out = c.node.attrs.has(kFusedCastTo);
     if (f32_out && (c.node.attrs.get_int(kFusedCastTo, 0) != 1 || c.node.op_type != "FusedConv"))

@@ -10,6 +10,10 @@
 // X's parts (inputs 3 + x_parts and 4 + x_parts): Y has Mh channels, and the M channels before the
 // head are never stored (a UNet's output layer taken by the last convolution). With `head_softmax`
 // = 1, Y is softmax over its channels after the head. A fused Cast (`to`) applies to Y.
+// With the float-list attribute `slopes` (one per output channel, no `activation`, no head), the
+// activation is a LeakyRelu with each channel's own slope (1: none, 0: Relu): sibling
+// convolutions of one input computed as one (passes/fuse_sibling_convs.cpp), each keeping its
+// activation.
 // voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B.
 #pragma once
 
@@ -25,6 +29,8 @@ inline constexpr const char* kFusedCastTo = "to";
 /// inputs), and a softmax over channels after that.
 inline constexpr const char* kFusedHead = "head";
 inline constexpr const char* kFusedHeadSoftmax = "head_softmax";
+/// FusedConv's float-list attribute: each output channel's LeakyRelu slope.
+inline constexpr const char* kFusedSlopes = "slopes";
 
 /// Where a FusedConv's head weights are among its inputs (the bias follows): after X's parts.
 inline int fused_head_input(const ir::Node& fused) {
@@ -35,12 +41,15 @@ struct FusedEpilogue {
   enum class Kind { none, relu, leaky_relu };
   Kind kind = Kind::none;
   float alpha = 0.01f;
+  std::vector<float> slopes;  // leaky_relu: output channel c's slope (kFusedSlopes), else empty
 
   static FusedEpilogue from_attrs(const ir::Attributes& a);
-  double apply(double v) const {
+  /// The activation of v in output channel `channel`.
+  double apply(double v, int64_t channel) const {
     switch (kind) {
       case Kind::relu: return v > 0 ? v : 0;
-      case Kind::leaky_relu: return v >= 0 ? v : alpha * v;
+      case Kind::leaky_relu:
+        return v >= 0 ? v : (slopes.empty() ? alpha : slopes[static_cast<size_t>(channel)]) * v;
       case Kind::none: break;
     }
     return v;

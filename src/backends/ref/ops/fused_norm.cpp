@@ -44,7 +44,7 @@ class FusedNormOp : public Op {
     Tensor& y = out[0];
     const Tensor* r = residual_ ? in.back() : nullptr;
     for (int64_t i = 0; i < y.numel(); ++i)
-      ref::store(y, i, epilogue_.apply(ref::load(y, i) + (r ? ref::load(*r, i) : 0.0)));
+      ref::store(y, i, epilogue_.apply(ref::load(y, i) + (r ? ref::load(*r, i) : 0.0), 0));
   }
 
  private:
@@ -84,6 +84,7 @@ void register_fused_norm_ops(OpRegistry& r) {
           [](const OpContext& c) -> std::unique_ptr<Op> {
             ir::Node inner = fused_norm_inner_node(c.node);
             std::unique_ptr<Op> norm = OpRegistry::instance().create(inner, c.graph);
+            if (c.node.attrs.has(kFusedSlopes)) c.fail("per-channel slopes are for FusedConv");
             return std::make_unique<FusedNormOp>(std::move(norm),
                                                  FusedEpilogue::from_attrs(c.node.attrs),
                                                  c.node.attrs.get_int(kNormResidual, 0) != 0);

@@ -35,6 +35,9 @@ struct GemmParams {
   const void* residual = nullptr;
   Activation act = Activation::none;
   float alpha = 0.01f;  // LeakyRelu slope
+  /// With leaky_relu, row i's own slope (`alpha` unused): a convolution that computes its
+  /// siblings' channels too, each with its own activation (FusedConv's `slopes`).
+  const float* slopes = nullptr;
   bool residual_after_act = false;
   /// Store fp32 whatever the storage dtype, through the same epilogue (the residual still of the
   /// storage dtype). Without bias and activation, the raw sums (a ConvTranspose's overlapping

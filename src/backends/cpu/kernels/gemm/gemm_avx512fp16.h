@@ -92,7 +92,7 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
           res ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(res + 16 * j)))
               : _mm512_setzero_ps();
       if (!p.residual_after_act) v = _mm512_add_ps(v, r);
-      v = activate(v, p.act, alpha);
+      v = activate(v, p.act, p.slopes ? _mm512_set1_ps(p.slopes[i]) : alpha);
       if (p.residual_after_act) v = _mm512_add_ps(v, r);
       if (p.f32_out)  // kept in sum[i], copied out below
         _mm512_store_ps(sum[i] + 16 * j, v);

@@ -81,7 +81,8 @@ void gemm_reference(const GemmKernel& g, size_t mr, size_t nc, size_t k, const v
       const double r = p.residual ? load_storage(g.storage, p.residual, at) : 0.0;
       if (!p.residual_after_act) acc += r;
       if (p.act == Activation::relu) acc = acc > 0 ? acc : 0;
-      if (p.act == Activation::leaky_relu) acc = acc >= 0 ? acc : p.alpha * acc;
+      if (p.act == Activation::leaky_relu)
+        acc = acc >= 0 ? acc : (p.slopes ? p.slopes[i] : p.alpha) * acc;
       if (p.residual_after_act) acc += r;
       store_storage(p.f32_out ? DType::f32 : g.storage, c, at, acc);
     }

@@ -18,7 +18,7 @@ namespace voxrt::cpu::gemm_detail {
 template <class V, class Out, class Res, int MR, int NV>
 inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, Out* c,
                         size_t ldc, const float* bias, const Res* residual, Activation act,
-                        float alpha, bool residual_after_act) {
+                        float alpha, const float* slopes, bool residual_after_act) {
   using Vec = typename V::Vec;
   constexpr int NR = NV * V::W;
   const bool full = nc == NR;
@@ -37,6 +37,7 @@ inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t 
     }
     Out* dst = full ? row : tmp_out;
     const Vec b = bias ? V::set1(bias[i]) : V::zero();
+    const Vec row_slope = slopes ? V::set1(slopes[i]) : slope;
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       Vec v = V::add(acc[i][j], b);
@@ -44,7 +45,7 @@ inline void finish_tile(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t 
       if (act == Activation::relu)
         v = V::relu(v);
       else if (act == Activation::leaky_relu)
-        v = V::leaky(v, slope);
+        v = V::leaky(v, row_slope);
       if (res && residual_after_act) v = V::add(v, V::load(res + j * V::W));
       V::store(dst + j * V::W, v);
     }
@@ -60,11 +61,11 @@ inline void finish(const typename V::Vec (&acc)[MR][NV], size_t mr, size_t nc, v
   if (p.f32_out && !std::is_same_v<Out, float>) {
     finish_tile<V, float, Out, MR, NV>(acc, mr, nc, static_cast<float*>(c), ldc, p.bias,
                                        static_cast<const Out*>(p.residual), p.act, p.alpha,
-                                       p.residual_after_act);
+                                       p.slopes, p.residual_after_act);
     return;
   }
   finish_tile<V, Out, Out, MR, NV>(acc, mr, nc, static_cast<Out*>(c), ldc, p.bias,
-                                   static_cast<const Out*>(p.residual), p.act, p.alpha,
+                                   static_cast<const Out*>(p.residual), p.act, p.alpha, p.slopes,
                                    p.residual_after_act);
 }
 
