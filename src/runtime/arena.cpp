@@ -123,9 +123,10 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite)
     const ir::Node& n = g.nodes[k];
     if (k >= overwrite.size() || !overwrite[k] || n.inputs.empty() || n.outputs.empty()) continue;
     const int in = n.inputs[0], out = n.outputs[0];
-    // A slice of a Split's input may be written over; a Concat's input may not (the Concat's
-    // output holds it).
-    const bool sliced = in >= 0 && split_slice[static_cast<size_t>(in)];
+    // A slice of a Split's input may be written over once nothing reads that input whole; a
+    // Concat's input may not (the Concat's output holds it).
+    const bool sliced = in >= 0 && split_slice[static_cast<size_t>(in)] &&
+                        p.last_use[static_cast<size_t>(alias.at(in).first)] <= static_cast<int>(s);
     if (!arena_candidate(in) || !arena_candidate(out) || (alias.count(in) && !sliced) ||
         alias.count(out) || aliased_out[static_cast<size_t>(in)] ||
         aliased_out[static_cast<size_t>(out)] ||

@@ -168,5 +168,34 @@ TEST(PlanArena, SplitOutputsAreSlicesAtBatchOne) {
   expect_reference_results(bytes, {2, 4, 8, 8, 8});
 }
 
+// A model's own Split at batch 1: x -> Conv -> T, Split(T) -> a, b, n = InstanceNorm(a); y = n * b
+// + ReduceMean over channels of T * mean(n). The outputs are slices of T, but T is read again
+// after the normalization, which therefore may not write over its slice.
+TEST(PlanArena, SplitSliceKeptWhileItsInputIsRead) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8, 8});
+  b.initializer("w", {6, 4, 3, 3, 3}, random_values(648, 13));
+  b.initializer("scale", {3}, random_values(3, 14));
+  b.initializer("bias", {3}, random_values(3, 15));
+  b.initializer_i64("sizes", {2}, {3, 3});
+  ModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"t"}), "pads", {1, 1, 1, 1, 1, 1});
+  ModelBuilder::attr_int(b.node("Split", {"t", "sizes"}, {"a", "b"}), "axis", 1);
+  b.node("InstanceNormalization", {"a", "scale", "bias"}, {"n"});
+  b.node("Mul", {"n", "b"}, {"m"});
+  b.node("ReduceMean", {"n"}, {"g"});
+  b.node("Mul", {"t", "g"}, {"q"});
+  ModelBuilder::attr_ints(b.node("ReduceMean", {"q"}, {"r"}), "axes", {1});
+  b.node("Add", {"m", "r"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  const std::string bytes = b.bytes();
+  auto norms = io_offsets(bytes, "InstanceNormalization");
+  ASSERT_EQ(norms.size(), 1u);
+  EXPECT_NE(norms[0].first, norms[0].second) << "T is read after the normalization";
+  auto splits = io_offsets(bytes, "Split");
+  ASSERT_EQ(splits.size(), 1u);
+  EXPECT_EQ(splits[0].first, splits[0].second) << "the Split's outputs are slices of T";
+  expect_reference_results(bytes);
+}
+
 }  // namespace
 }  // namespace voxrt::test
