@@ -36,7 +36,8 @@ void fuse_conv_epilogue(ir::Graph& g) {
     const int act = producers[static_cast<size_t>(v)];
     if (act < 0 || sole_consumer(g, consumers, v) < 0) return false;
     const ir::Node& a = g.nodes[static_cast<size_t>(act)];
-    if (!a.domain.empty() || (a.op_type != "Relu" && a.op_type != "LeakyRelu") || a.inputs.empty())
+    if (!a.domain.empty() || (a.op_type != "Relu" && a.op_type != "LeakyRelu") ||
+        a.inputs.empty() || a.inputs[0] < 0)
       return false;
     const int c = producers[static_cast<size_t>(a.inputs[0])];
     return c >= 0 && g.nodes[static_cast<size_t>(c)].op_type == "Conv" &&
