@@ -45,67 +45,48 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite)
     return std::max(l, def[static_cast<size_t>(v)]);
   };
 
-  // Channel Concats whose inputs can be slices of the output: batch (every dim before the axis) is
-  // 1, each input is an arena value used once in the Concat, and no input is itself aliased.
-  std::map<int, std::pair<int, int64_t>> alias;  // input value -> (concat output, byte offset)
-  std::vector<char> aliased_out(nv, 0);
-  std::vector<char> split_slice(nv, 0);  // an output aliased to a Split's input
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    const ir::Node& n = g.nodes[static_cast<size_t>(p.steps[s])];
-    if (n.op_type != "Concat" || !n.domain.empty() || n.outputs.size() != 1) continue;
-    int out = n.outputs[0];
-    if (!arena_candidate(out)) continue;
-    const Shape& os = p.shapes[static_cast<size_t>(out)];
-    int64_t axis = n.attrs.get_int("axis", 1);
-    if (axis < 0) axis += static_cast<int64_t>(os.size());
-    bool ok = axis >= 0 && axis < static_cast<int64_t>(os.size());
-    for (int64_t d = 0; ok && d < axis; ++d) ok = os[static_cast<size_t>(d)] == 1;
-    std::vector<int> ins(n.inputs);
-    std::sort(ins.begin(), ins.end());
-    ok = ok && std::adjacent_find(ins.begin(), ins.end()) == ins.end();
-    for (int v : n.inputs)
+  // Values that are slices of another: a batch-1 channel Concat's inputs of its output (its
+  // producers write into their slices), and a batch-1 channel Split's outputs of its input
+  // (fuse-sibling-convs' joint convolutions end in one); either node is then skipped. Batch 1:
+  // every dim before the axis is 1. The parts are distinct arena values of the whole's rank, none
+  // already a slice or a whole; Concats are taken first.
+  std::map<int, std::pair<int, int64_t>> alias;  // slice value -> (whole value, byte offset)
+  std::vector<char> aliased_out(nv, 0);          // a whole
+  std::vector<char> split_slice(nv, 0);          // a slice of a Split's input
+  auto take_slices = [&](size_t s, int whole, const std::vector<int>& parts, int64_t axis,
+                         bool split) {
+    if (!arena_candidate(whole) || alias.count(whole) || aliased_out[static_cast<size_t>(whole)])
+      return;
+    const Shape& ws = p.shapes[static_cast<size_t>(whole)];
+    if (axis < 0) axis += static_cast<int64_t>(ws.size());
+    bool ok = axis >= 0 && axis < static_cast<int64_t>(ws.size());
+    for (int64_t d = 0; ok && d < axis; ++d) ok = ws[static_cast<size_t>(d)] == 1;
+    std::vector<int> sorted(parts);
+    std::sort(sorted.begin(), sorted.end());
+    ok = ok && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    for (int v : parts)
       ok = ok && arena_candidate(v) && !alias.count(v) && !aliased_out[static_cast<size_t>(v)] &&
-           p.shapes[static_cast<size_t>(v)].size() == os.size();
-    if (!ok) continue;
+           p.shapes[static_cast<size_t>(v)].size() == ws.size();
+    if (!ok) return;
     int64_t off = 0;
-    for (int v : n.inputs) {
-      alias[v] = {out, off};
+    for (int v : parts) {
+      alias[v] = {whole, off};
+      split_slice[static_cast<size_t>(v)] = split;
       off += shape_numel(p.shapes[static_cast<size_t>(v)]) *
              static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(v)].dtype));
     }
-    aliased_out[static_cast<size_t>(out)] = 1;
+    aliased_out[static_cast<size_t>(whole)] = 1;
     p.skip_step[s] = 1;
-  }
-
-  // Channel Splits whose outputs can be slices of the input (fuse-sibling-convs' joint
-  // convolutions end in one): batch 1 as above, the input an arena value aliased to nothing, the
-  // outputs arena values not already slices of a Concat. The Split is skipped.
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    const ir::Node& n = g.nodes[static_cast<size_t>(p.steps[s])];
-    if (n.op_type != "Split" || !n.domain.empty() || n.inputs.empty()) continue;
-    const int in = n.inputs[0];
-    if (!arena_candidate(in) || alias.count(in) || aliased_out[static_cast<size_t>(in)]) continue;
-    const Shape& is = p.shapes[static_cast<size_t>(in)];
-    int64_t axis = n.attrs.get_int("axis", 0);
-    if (axis < 0) axis += static_cast<int64_t>(is.size());
-    bool ok = axis >= 0 && axis < static_cast<int64_t>(is.size());
-    for (int64_t d = 0; ok && d < axis; ++d) ok = is[static_cast<size_t>(d)] == 1;
-    std::vector<int> outs(n.outputs);
-    std::sort(outs.begin(), outs.end());
-    ok = ok && std::adjacent_find(outs.begin(), outs.end()) == outs.end();
-    for (int v : n.outputs)
-      ok = ok && arena_candidate(v) && !alias.count(v) && !aliased_out[static_cast<size_t>(v)];
-    if (!ok) continue;
-    int64_t off = 0;
-    for (int v : n.outputs) {
-      alias[v] = {in, off};
-      split_slice[static_cast<size_t>(v)] = 1;
-      off += shape_numel(p.shapes[static_cast<size_t>(v)]) *
-             static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(v)].dtype));
+  };
+  for (bool split : {false, true})
+    for (size_t s = 0; s < p.steps.size(); ++s) {
+      const ir::Node& n = g.nodes[static_cast<size_t>(p.steps[s])];
+      if (!n.domain.empty()) continue;
+      if (!split && n.op_type == "Concat" && n.outputs.size() == 1)
+        take_slices(s, n.outputs[0], n.inputs, n.attrs.get_int("axis", 1), false);
+      if (split && n.op_type == "Split" && !n.inputs.empty())
+        take_slices(s, n.inputs[0], n.outputs, n.attrs.get_int("axis", 0), true);
     }
-    aliased_out[static_cast<size_t>(in)] = 1;
-    p.skip_step[s] = 1;
-  }
 
   // Outputs written over their dying input 0 (normalizations, activations): the output takes
   // the input's bytes, the value that first owned them (or whose slice they are) is the root,
