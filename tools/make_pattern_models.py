@@ -6,7 +6,7 @@ dynamic batch): BatchNorm after Conv, Conv + residual + activation in both order
 + activation, GroupNorm written as torch exports it, Softmax between Transposes, Concat into Conv,
 Resize or Upsample (the fp32 island an fp16 conversion leaves between Casts), deep supervision's
 several outputs, a classification head, MONAI's strided residual units (two convolutions of one
-input). Each is written at several opsets from 7 to 21, in
+input; BatchNorm and InstanceNorm). Each is written at several opsets from 7 to 21, in
 float32, float16 and float16 with float32 inputs and outputs (tools/fp16_convert.py, as
 onnxconverter-common converts).
 
@@ -234,25 +234,32 @@ def classifier_head(opset):
     return g.model([io("x", 1, [8, 6])], [out], "classifier_head")
 
 
-def monai_strided_units(opset):
-    """MONAI's UNet as the spleen bundle configures it (BatchNorm): strided residual units whose
-    first convolution and residual convolution (3x3x3, stride 2) read the same input, the
-    residual one exported before the unit's second convolution, as torch writes it; a last unit
-    at stride 1 with a 1x1 residual, as at the bottom of MONAI's UNet."""
+def monai_strided_units(opset, instance_norm=False):
+    """MONAI's UNet as the spleen bundle configures it (BatchNorm), or with MONAI's default
+    InstanceNorm: strided residual units whose first convolution and residual convolution (3x3x3,
+    stride 2) read the same input, the residual one exported before the unit's second
+    convolution, as torch writes it; a last unit at stride 1 with a 1x1 residual, as at the
+    bottom of MONAI's UNet."""
     g = Graph(opset)
     slope = g.const([0.25])
+    norm = g.instance_norm if instance_norm else g.batch_norm
 
     def unit(x, c_in, c_out, stride, k_res, out=None):
-        a = g.op("PRelu", [g.batch_norm(g.conv(x, c_in, c_out, stride=stride), c_out), slope])
+        a = g.op("PRelu", [norm(g.conv(x, c_in, c_out, stride=stride), c_out), slope])
         r = g.conv(x, c_in, c_out, k=k_res, stride=stride)
-        a = g.op("PRelu", [g.batch_norm(g.conv(a, c_out, c_out), c_out), slope])
+        a = g.op("PRelu", [norm(g.conv(a, c_out, c_out), c_out), slope])
         if out is None:
             return g.op("Add", [a, r])
         g.nodes.append(helper.make_node("Add", [a, r], [out], name=g.name("n")))
         return out
 
     unit(unit(unit("x", 1, 3, 2, 3), 3, 4, 2, 3), 4, 4, 1, 1, out="y")
-    return g.model([io("x", 1, [8, 8, 12])], [io("y", 4, [2, 2, 3])], "monai_strided_units")
+    name = "monai_strided_units_in" if instance_norm else "monai_strided_units"
+    return g.model([io("x", 1, [8, 8, 12])], [io("y", 4, [2, 2, 3])], name)
+
+
+def monai_strided_units_in(opset):
+    return monai_strided_units(opset, instance_norm=True)
 
 
 PATTERNS = {
@@ -264,6 +271,7 @@ PATTERNS = {
     "deep_supervision": (deep_supervision, [7, 11, 13, 17, 21]),
     "classifier_head": (classifier_head, [7, 11, 13, 17, 21]),
     "monai_strided_units": (monai_strided_units, [7, 11, 13, 17, 21]),
+    "monai_strided_units_in": (monai_strided_units_in, [7, 11, 13, 17, 21]),
 }
 
 

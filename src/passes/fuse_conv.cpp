@@ -2,6 +2,7 @@
 
 #include "backends/ref/op.h"
 #include "backends/ref/ops/fused.h"
+#include "backends/ref/ops/fused_norm.h"
 #include "passes/passes.h"
 
 namespace voxrt {
@@ -31,7 +32,8 @@ void fuse_conv_epilogue(ir::Graph& g) {
     const ir::Node& act = g.nodes[static_cast<size_t>(after)];
     return act.domain.empty() && (act.op_type == "Relu" || act.op_type == "LeakyRelu");
   };
-  // Whether v is Conv -> Relu | LeakyRelu's output, each read only by the next.
+  // Whether v is Conv -> Relu | LeakyRelu's output, or a normalization's (fuse-norm-activation
+  // takes it), each read only by the next: that node takes an Add after the activation.
   auto activated_conv = [&](int v) {
     const int act = producers[static_cast<size_t>(v)];
     if (act < 0 || sole_consumer(g, consumers, v) < 0) return false;
@@ -40,9 +42,13 @@ void fuse_conv_epilogue(ir::Graph& g) {
         a.inputs.empty() || a.inputs[0] < 0)
       return false;
     const int c = producers[static_cast<size_t>(a.inputs[0])];
-    return c >= 0 && g.nodes[static_cast<size_t>(c)].op_type == "Conv" &&
-           g.nodes[static_cast<size_t>(c)].domain.empty() &&
-           sole_consumer(g, consumers, a.inputs[0]) == act;
+    if (c < 0 || sole_consumer(g, consumers, a.inputs[0]) != act) return false;
+    const ir::Node& p = g.nodes[static_cast<size_t>(c)];
+    if (!p.domain.empty()) return false;
+    if (p.op_type == "Conv") return true;
+    // A normalization whose other outputs (training statistics) nothing reads.
+    return !fused_norm_op_type(p.op_type).empty() &&
+           std::all_of(p.outputs.begin() + 1, p.outputs.end(), [](int o) { return o < 0; });
   };
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     ir::Node& conv = g.nodes[k];
@@ -55,9 +61,9 @@ void fuse_conv_epilogue(ir::Graph& g) {
       return c >= 0 && !drop[static_cast<size_t>(c)] ? c : -1;
     };
     EpilogueChain e = epilogue_chain(g, conv.outputs[0], !transposed, free_consumer);
-    // An Add with no activation after it whose other operand is Conv -> activation: that Conv
-    // takes the Add after its activation, and this one stays plain (MONAI's residual
-    // convolution, which torch exports before its unit's second convolution).
+    // An Add with no activation after it whose other operand is Conv -> activation (or a
+    // normalization's): that node takes the Add after its activation, and this one stays plain
+    // (MONAI's residual convolution, which torch exports before its unit's second convolution).
     if (e.residual >= 0 && e.activation.empty() && activated_conv(e.residual))
       e = epilogue_chain(g, conv.outputs[0], false, free_consumer);
     bool residual_after = false;

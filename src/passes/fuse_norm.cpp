@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "backends/ref/op.h"
+#include "backends/ref/ops/fused.h"
 #include "backends/ref/ops/fused_norm.h"
 #include "passes/passes.h"
 
@@ -11,7 +12,8 @@ namespace voxrt {
 // normalized values are written instead of in a second pass through memory; so does a
 // normalization followed by Add(other activation) [-> Relu | LeakyRelu] (a residual block's end:
 // nnU-Net's ResEnc adds its skip between the second norm and the activation), the residual a
-// last input.
+// last input, or by Relu | LeakyRelu -> Add(other activation) (MONAI's residual units), the
+// residual added after the activation.
 void fuse_norm_activation(ir::Graph& g) {
   auto consumers = g.consumers();
   std::vector<char> drop(g.nodes.size(), 0);
@@ -26,16 +28,29 @@ void fuse_norm_activation(ir::Graph& g) {
     // Training outputs (BatchNormalization's running statistics) stay unfused.
     if (std::any_of(norm.outputs.begin() + 1, norm.outputs.end(), [](int o) { return o >= 0; }))
       continue;
-    const EpilogueChain e = epilogue_chain(g, norm.outputs[0], true, free_consumer);
+    EpilogueChain e = epilogue_chain(g, norm.outputs[0], true, free_consumer);
+    // norm -> activation -> Add(other activation): the residual after the activation (MONAI's
+    // residual units).
+    bool residual_after = false;
+    if (e.residual < 0 && !e.activation.empty() && e.next >= 0) {
+      const int other = residual_operand(g, g.nodes[static_cast<size_t>(e.next)], e.out);
+      if (other >= 0) {
+        e.residual = other;
+        residual_after = true;
+        e.absorbed.push_back(static_cast<size_t>(e.next));
+        e.out = g.nodes[static_cast<size_t>(e.next)].outputs[0];
+      }
+    }
     if (e.absorbed.empty()) continue;
     set_activation_attrs(norm, e);
+    ir::Attribute one;
+    one.kind = ir::Attribute::Kind::i;
+    one.i = 1;
     if (e.residual >= 0) {
-      ir::Attribute r;
-      r.kind = ir::Attribute::Kind::i;
-      r.i = 1;
-      norm.attrs.items[kNormResidual] = r;
+      norm.attrs.items[kNormResidual] = one;
       norm.inputs.push_back(e.residual);
     }
+    if (residual_after) norm.attrs.items[kResidualAfterActivation] = one;
     norm.domain = kInternalDomain;
     norm.op_type = fused;
     norm.outputs.resize(1);

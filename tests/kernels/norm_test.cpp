@@ -119,35 +119,40 @@ TEST_P(Norm, GroupNormalization) {
         }
 }
 
-// Every fused norm with a residual (norm -> Add [-> activation], the residual its last input),
-// with each activation and none: the residual is added before the activation.
+// Every fused norm with a residual (the residual its last input), with each activation and
+// none: added before the activation (norm -> Add [-> activation]) or after it (norm ->
+// activation -> Add, residual_after_activation).
 TEST_P(Norm, FusedResidual) {
   VOXRT_REQUIRE_ISA(GetParam());
   std::mt19937 rng(5);
   for (const char* op : {"FusedBatchNorm", "FusedInstanceNorm", "FusedGroupNorm"})
     for (const char* act : {"", "Relu", "LeakyRelu"})
-      for (DType t : {DType::f32, DType::f16})
-        for (const Shape& s : shapes()) {
-          const std::string kind = op;
-          const int64_t groups = s[1] % 2 == 0 ? s[1] / 2 : 1;
-          CpuRun r = run_norm(
-              GetParam(), op, "voxrt", kind == "FusedBatchNorm" ? 15 : 21, t, s, 1.0, s[1],
-              [&](OneNode& n) {
-                if (kind == "FusedBatchNorm") {
-                  n.constant("mean", vec(t, s[1], rng, -1, 1));
-                  n.constant("var", vec(t, s[1], rng, 0.2, 2));
-                }
-                if (kind == "FusedGroupNorm") n.attr_int("num_groups", groups);
-                n.input("r", random_tensor(t, s, rng, -1.5, 1.5));
-                n.attr_int("residual", 1);
-                n.attr_string("activation", act);
-                n.attr_float("alpha", 0.05f);
-              },
-              rng);
-          EXPECT_NE(r.kernel.find("_add"), std::string::npos) << r.kernel;
-          EXPECT_LT(r.error, tolerance(t))
-              << op << " " << act << " " << dtype_name(t) << " " << shape_str(s) << " " << r.kernel;
-        }
+      for (bool after : {false, true})
+        for (DType t : {DType::f32, DType::f16})
+          for (const Shape& s : shapes()) {
+            if (after && *act == 0) continue;  // the same sum either way
+            const std::string kind = op;
+            const int64_t groups = s[1] % 2 == 0 ? s[1] / 2 : 1;
+            CpuRun r = run_norm(
+                GetParam(), op, "voxrt", kind == "FusedBatchNorm" ? 15 : 21, t, s, 1.0, s[1],
+                [&](OneNode& n) {
+                  if (kind == "FusedBatchNorm") {
+                    n.constant("mean", vec(t, s[1], rng, -1, 1));
+                    n.constant("var", vec(t, s[1], rng, 0.2, 2));
+                  }
+                  if (kind == "FusedGroupNorm") n.attr_int("num_groups", groups);
+                  n.input("r", random_tensor(t, s, rng, -1.5, 1.5));
+                  n.attr_int("residual", 1);
+                  n.attr_string("activation", act);
+                  n.attr_float("alpha", 0.05f);
+                  if (after) n.attr_int("residual_after_activation", 1);
+                },
+                rng);
+            EXPECT_NE(r.kernel.find("_add"), std::string::npos) << r.kernel;
+            EXPECT_LT(r.error, tolerance(t))
+                << op << " " << act << (after ? " after" : "") << " " << dtype_name(t) << " "
+                << shape_str(s) << " " << r.kernel;
+          }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, Norm, testing::ValuesIn(all_isas()), isa_param_name);
@@ -219,6 +224,41 @@ TEST(FuseNormActivation, ResidualAddsJoinTheNorm) {
   for (size_t at = text.find(": Add("); at != std::string::npos; at = text.find(": Add(", at + 1))
     ++adds;
   EXPECT_EQ(adds, 1u) << "only the constant's Add stays\n" << text;
+}
+
+// MONAI's residual unit with its default InstanceNorm: x -> Conv a (stride 2) -> IN -> LeakyRelu
+// -> Conv c -> IN -> LeakyRelu -> Add(Conv b(x), b over a's window). The second norm takes the
+// Add after its activation, so b stays plain and joins a (fuse-sibling-convs: one Split left);
+// the optimized session matches the reference.
+TEST(FuseNormActivation, ResidualAfterTheActivationJoinsTheNorm) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 2, 8, 9, 10});
+  std::vector<float> wa(4 * 2 * 27), wc(4 * 4 * 27), s(4, 1.1f), z(4, 0.2f);
+  for (size_t i = 0; i < wa.size(); ++i) wa[i] = static_cast<float>((i * 37) % 11) / 11.0f - 0.45f;
+  for (size_t i = 0; i < wc.size(); ++i) wc[i] = static_cast<float>((i * 13) % 7) / 7.0f - 0.4f;
+  b.initializer("wa", {4, 2, 3, 3, 3}, wa);
+  b.initializer("wb", {4, 2, 3, 3, 3}, std::vector<float>(wa.rbegin(), wa.rend()));
+  b.initializer("wc", {4, 4, 3, 3, 3}, wc);
+  b.initializer("s", {4}, s);
+  b.initializer("z", {4}, z);
+  auto conv = [&](const char* x, const char* w, const char* y, int64_t stride) {
+    auto& n = b.node("Conv", {x, w}, {y});
+    ModelBuilder::attr_ints(n, "pads", {1, 1, 1, 1, 1, 1});
+    ModelBuilder::attr_ints(n, "strides", {stride, stride, stride});
+  };
+  conv("x", "wa", "ca", 2);
+  b.node("InstanceNormalization", {"ca", "s", "z"}, {"na"});
+  ModelBuilder::attr_float(b.node("LeakyRelu", {"na"}, {"la"}), "alpha", 0.1f);
+  conv("x", "wb", "cb", 2);
+  conv("la", "wc", "cc", 1);
+  b.node("InstanceNormalization", {"cc", "s", "z"}, {"nc"});
+  ModelBuilder::attr_float(b.node("LeakyRelu", {"nc"}, {"lc"}), "alpha", 0.1f);
+  b.node("Add", {"lc", "cb"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  std::string text = expect_fused_matches_unfused(b, {1, 2, 8, 9, 10}, 11);
+  // No Add left and b joined a, so the norm took the Add.
+  EXPECT_EQ(text.find(": Add("), std::string::npos) << text;
+  EXPECT_NE(text.find(": Split("), std::string::npos) << "the two stride-2 convs join\n" << text;
 }
 
 }  // namespace

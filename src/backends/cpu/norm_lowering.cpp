@@ -26,6 +26,7 @@ struct NormConfig {
   int64_t groups = 1;
   bool per_group_affine = false;  // GroupNormalization before opset 21
   bool residual = false;          // the last input, added before the activation
+  bool residual_after_act = false;  // or after it (kResidualAfterActivation)
   ActParams act;
 };
 
@@ -90,7 +91,7 @@ class NormCpuOp : public CpuOp {
         size_t k = static_cast<size_t>(r % c);
         int64_t at = (r * s + b) * static_cast<int64_t>(es);
         elt_->affine(xp + at, rp ? rp + at : nullptr, yp + at, e - b, shift[k], mul[k], add[k],
-                     c_.act);
+                     c_.act, c_.residual_after_act);
       });
       return;
     }
@@ -119,7 +120,7 @@ class NormCpuOp : public CpuOp {
       const AffineArgs f = affine_args(mean, rstd, scale[p] * rstd, bias[p], x.dtype());
       const int64_t at = (r * s + i0) * static_cast<int64_t>(es);
       elt_->affine(xp + at, rp ? rp + at : nullptr, yp + at, i1 - i0, f.shift, f.scale, f.bias,
-                   c_.act);
+                   c_.act, c_.residual_after_act);
     };
     auto block_at = [&](int64_t b) { return xp + b * len * static_cast<int64_t>(es); };
 
@@ -185,8 +186,9 @@ class NormCpuOp : public CpuOp {
                        : c_.kind == NormKind::instance ? "instnorm"
                                                        : "groupnorm";
     std::string op = norm;
-    if (c_.residual) op += "_add";
+    if (c_.residual && !c_.residual_after_act) op += "_add";
     if (c_.act.act != Act::none) op += std::string("_") + act_name(c_.act.act);
+    if (c_.residual && c_.residual_after_act) op += "_add";
     return kernel_label(elt_->name, op);
   }
 
@@ -214,6 +216,7 @@ Lowering norm(NormKind kind, bool fused) {
     if (fused) {
       c.act = fused_activation(n.attrs);
       c.residual = n.attrs.get_int(kNormResidual, 0) != 0;
+      c.residual_after_act = n.attrs.get_int(kResidualAfterActivation, 0) != 0;
       if (c.residual &&
           ctx.input_dtype(static_cast<int>(n.inputs.size()) - 1) != ctx.input_dtype(0))
         return nullptr;

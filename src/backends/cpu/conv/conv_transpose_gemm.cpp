@@ -444,7 +444,7 @@ void ConvTransposeGemm::run_overlapping(const RunContext& ctx, const ConvWindow&
           float* out_row = f32 ? reinterpret_cast<float*>(dst) : row.data();
           interleave_phases(src, wq, sx, win.out[2], 0, wq, out_row);
           f32_.affine(out_row, nullptr, out_row, win.out[2], 0.0f, 1.0f,
-                      bias_[static_cast<size_t>(m0 + m)], act);
+                      bias_[static_cast<size_t>(m0 + m)], act, false);
           if (!f32) cast_.f32_to_f16(out_row, dst, win.out[2]);
         }
     }

@@ -22,8 +22,8 @@ constexpr FusedNormName kNames[] = {
 
 class FusedNormOp : public Op {
  public:
-  FusedNormOp(std::unique_ptr<Op> norm, FusedEpilogue epilogue, bool residual)
-      : norm_(std::move(norm)), epilogue_(epilogue), residual_(residual) {}
+  FusedNormOp(std::unique_ptr<Op> norm, FusedEpilogue epilogue, bool residual, bool after)
+      : norm_(std::move(norm)), epilogue_(epilogue), residual_(residual), after_(after) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     std::vector<DType> t = norm_->infer_types(norm_inputs(in));
@@ -43,8 +43,12 @@ class FusedNormOp : public Op {
     norm_->compute(norm_inputs(in), out);
     Tensor& y = out[0];
     const Tensor* r = residual_ ? in.back() : nullptr;
-    for (int64_t i = 0; i < y.numel(); ++i)
-      ref::store(y, i, epilogue_.apply(ref::load(y, i) + (r ? ref::load(*r, i) : 0.0), 0));
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double res = r ? ref::load(*r, i) : 0.0;
+      ref::store(y, i,
+                 after_ ? epilogue_.apply(ref::load(y, i), 0) + res
+                        : epilogue_.apply(ref::load(y, i) + res, 0));
+    }
   }
 
  private:
@@ -56,6 +60,7 @@ class FusedNormOp : public Op {
   std::unique_ptr<Op> norm_;
   FusedEpilogue epilogue_;
   bool residual_;
+  bool after_;  // the residual added after the activation
 };
 
 }  // namespace
@@ -75,6 +80,7 @@ ir::Node fused_norm_inner_node(const ir::Node& fused) {
   norm.attrs.items.erase("alpha");
   if (fused.attrs.get_int(kNormResidual, 0) != 0 && !norm.inputs.empty()) norm.inputs.pop_back();
   norm.attrs.items.erase(kNormResidual);
+  norm.attrs.items.erase(kResidualAfterActivation);
   return norm;
 }
 
@@ -85,9 +91,11 @@ void register_fused_norm_ops(OpRegistry& r) {
             ir::Node inner = fused_norm_inner_node(c.node);
             std::unique_ptr<Op> norm = OpRegistry::instance().create(inner, c.graph);
             if (c.node.attrs.has(kFusedSlopes)) c.fail("per-channel slopes are for FusedConv");
-            return std::make_unique<FusedNormOp>(std::move(norm),
-                                                 FusedEpilogue::from_attrs(c.node.attrs),
-                                                 c.node.attrs.get_int(kNormResidual, 0) != 0);
+            const bool residual = c.node.attrs.get_int(kNormResidual, 0) != 0;
+            const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;
+            if (after && !residual) c.fail("residual_after_activation without a residual");
+            return std::make_unique<FusedNormOp>(
+                std::move(norm), FusedEpilogue::from_attrs(c.node.attrs), residual, after);
           });
 }
 

@@ -3,7 +3,9 @@
 // voxrt.FusedGroupNorm keep the normalization's inputs and attributes and add the activation's
 // ("activation": "Relu", "LeakyRelu" or none, "alpha"). With "residual" = 1 one more input
 // follows the normalization's: a tensor of the output's shape and dtype added to the normalized
-// values before the activation (a residual block's norm -> Add -> activation: nnU-Net's ResEnc).
+// values before the activation (a residual block's norm -> Add -> activation: nnU-Net's ResEnc),
+// or after it with "residual_after_activation" = 1 (kResidualAfterActivation, as FusedConv's:
+// MONAI's residual units end in norm -> activation -> Add).
 #pragma once
 
 #include <string>

@@ -18,9 +18,10 @@ struct EltwiseKernels {
   /// y[i] = act(x[i]); y may be x.
   void (*unary)(const void* x, void* y, int64_t n, const ActParams& p);
   /// y[i] = act((x[i] - shift) * scale + bias + r[i]), without r where it is null (a residual
-  /// Add between a normalization and its activation); y may be x.
+  /// Add between a normalization and its activation), or with `r_after_act` act((x[i] - shift) *
+  /// scale + bias) + r[i] (MONAI's residual units add after the activation); y may be x.
   void (*affine)(const void* x, const void* r, void* y, int64_t n, float shift, float scale,
-                 float bias, const ActParams& p);
+                 float bias, const ActParams& p, bool r_after_act);
   /// y[i] = a[i] op b[i]. Min and Max return NaN when either side is NaN, like the reference.
   void (*binary)(const void* a, const void* b, void* y, int64_t n, BinOp op);
   /// y[i] = a[i] op s, or s op a[i] when `scalar_first`.

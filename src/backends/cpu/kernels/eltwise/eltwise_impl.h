@@ -72,14 +72,19 @@ struct EltwiseImpl {
   }
 
   static void affine(const void* xv, const void* rv, void* yv, int64_t n, float shift, float scale,
-                     float bias, const ActParams& p) {
+                     float bias, const ActParams& p, bool r_after_act) {
     const T* x = static_cast<const T*>(xv);
     const T* r = static_cast<const T*>(rv);
     T* y = static_cast<T*>(yv);
     with_act(p.act, [&]<Act A>() {
       ActVec<S> pv(p);
       V sh = S::set1(shift), sc = S::set1(scale), b = S::set1(bias);
-      if (r)
+      if (r && r_after_act)
+        for_vectors<S>(n, [&](int64_t i, int c) {
+          V v = activate<S, A>(S::fmadd(S::sub(load_n<S>(x + i, c), sh), sc, b), pv);
+          store_n<S>(y + i, S::add(v, load_n<S>(r + i, c)), c);
+        });
+      else if (r)
         for_vectors<S>(n, [&](int64_t i, int c) {
           V v = S::fmadd(S::sub(load_n<S>(x + i, c), sh), sc, b);
           store_n<S>(y + i, activate<S, A>(S::add(v, load_n<S>(r + i, c)), pv), c);
