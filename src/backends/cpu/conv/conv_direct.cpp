@@ -77,6 +77,8 @@ struct Strip {
 struct StripShares {
   double by_rows, across;
   bool rows_win() const { return by_rows >= 0.97 * across; }
+  // The share of computed lanes that are outputs in the layout plane_strips picks.
+  double lane_use() const { return rows_win() ? by_rows : across; }
   // What a strip layout is worth: output lanes, strips across rows discounted for their stores
   // through a scratch tile (6-row bf16 tiles: 155 against 188 GFLOP/s for in-place ones).
   double score() const { return rows_win() ? by_rows : 0.85 * across; }
@@ -87,21 +89,25 @@ StripShares strip_shares(const ConvWindow& w, int64_t pitch, int64_t nr) {
           static_cast<double>(oh * ow) / static_cast<double>(ceil_div(oh * pitch, nr) * nr)};
 }
 
-// Picks the cheaper strip layout; returns the share of computed lanes that are outputs.
-double plane_strips(const ConvWindow& w, int64_t pitch, int64_t nr, std::vector<Strip>& strips,
-                    std::vector<Segment>& segs) {
+// The strips of a plane of w.out[1] x w.out[2] outputs, in the cheaper layout (strip_shares).
+void plane_strips(const ConvWindow& w, int64_t pitch, int64_t nr, std::vector<Strip>& strips,
+                  std::vector<Segment>& segs) {
   const int64_t oh = w.out[1], ow = w.out[2];
   strips.clear();
   segs.clear();
   const StripShares shares = strip_shares(w, pitch, nr);
-  const double by_rows = shares.by_rows, across = shares.across;
+  // At most one strip a row more than the lanes need, and a segment more a row where strips
+  // cross rows.
+  const size_t most = static_cast<size_t>(ceil_div(oh * pitch, nr) + oh);
+  strips.reserve(most);
+  segs.reserve(most + static_cast<size_t>(oh));
   if (shares.rows_win()) {
     for (int64_t oy = 0; oy < oh; ++oy)
       for (int64_t x0 = 0; x0 < ow; x0 += nr) {
         strips.push_back({oy * pitch + x0, segs.size(), 1});
         segs.push_back({0, std::min(nr, ow - x0), oy * ow + x0});
       }
-    return by_rows;
+    return;
   }
   for (int64_t q0 = 0; q0 < oh * pitch; q0 += nr) {
     Strip s{q0, segs.size(), 0};
@@ -113,7 +119,6 @@ double plane_strips(const ConvWindow& w, int64_t pitch, int64_t nr, std::vector<
     }
     if (s.count > 0) strips.push_back(s);
   }
-  return across;
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
@@ -359,17 +364,18 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const int64_t phase_plane = ylen * xlen, plane = sy * px * phase_plane;
   const PhaseLayout layout{sy, px, xlen, phase_plane, bb};
 
-  // Strips of a full band and of the last, shorter one.
+  // Mostly idle lanes (very short rows): packing col costs less.
+  if (strip_shares(win, xlen, nr).lane_use() < kMinLaneUse) return false;
+  // Strips of a full band (the whole plane without bands) and of the last, shorter one. Only
+  // these are built: a 256x256 plane's strips took 30 us to build, a 2D layer's bands 1/8 of it.
   std::vector<Strip> strips, last_strips;
   std::vector<Segment> segs, last_segs;
-  // Mostly idle lanes (very short rows): packing col costs less.
-  if (plane_strips(win, xlen, nr, strips, segs) < kMinLaneUse) return false;
   auto band_strips = [&](int64_t rows, std::vector<Strip>& st, std::vector<Segment>& sg) {
     ConvWindow band = win;
     band.out[1] = rows;
     plane_strips(band, xlen, nr, st, sg);
   };
-  if (band_rows < oh) band_strips(band_rows, strips, segs);
+  band_strips(band_rows, strips, segs);
   if (oh % band_rows != 0) band_strips(oh % band_rows, last_strips, last_segs);
 
   // A slab: `slab_out` output planes and the input planes they read, as many as a ring of
