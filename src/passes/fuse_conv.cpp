@@ -66,16 +66,7 @@ void fuse_conv_epilogue(ir::Graph& g) {
     // (MONAI's residual convolution, which torch exports before its unit's second convolution).
     if (e.residual >= 0 && e.activation.empty() && activated_conv(e.residual))
       e = epilogue_chain(g, conv.outputs[0], false, free_consumer);
-    bool residual_after = false;
-    if (!transposed && e.residual < 0 && !e.activation.empty() && e.next >= 0) {
-      const int other = residual_operand(g, g.nodes[static_cast<size_t>(e.next)], e.out);
-      if (other >= 0 && !conv_takes(other, e.next)) {
-        e.residual = other;
-        residual_after = true;
-        e.absorbed.push_back(static_cast<size_t>(e.next));
-        e.out = g.nodes[static_cast<size_t>(e.next)].outputs[0];
-      }
-    }
+    const bool residual_after = !transposed && take_residual_after_activation(g, e, conv_takes);
     if (e.absorbed.empty()) continue;
     conv.domain = kInternalDomain;
     conv.op_type = transposed ? "FusedConvTranspose" : "FusedConv";

@@ -31,16 +31,8 @@ void fuse_norm_activation(ir::Graph& g) {
     EpilogueChain e = epilogue_chain(g, norm.outputs[0], true, free_consumer);
     // norm -> activation -> Add(other activation): the residual after the activation (MONAI's
     // residual units).
-    bool residual_after = false;
-    if (e.residual < 0 && !e.activation.empty() && e.next >= 0) {
-      const int other = residual_operand(g, g.nodes[static_cast<size_t>(e.next)], e.out);
-      if (other >= 0) {
-        e.residual = other;
-        residual_after = true;
-        e.absorbed.push_back(static_cast<size_t>(e.next));
-        e.out = g.nodes[static_cast<size_t>(e.next)].outputs[0];
-      }
-    }
+    const bool residual_after =
+        take_residual_after_activation(g, e, [](int, int) { return false; });
     if (e.absorbed.empty()) continue;
     set_activation_attrs(norm, e);
     ir::Attribute one;

@@ -82,6 +82,17 @@ EpilogueChain epilogue_chain(const ir::Graph& g, int out, bool take_residual,
   return e;
 }
 
+bool take_residual_after_activation(const ir::Graph& g, EpilogueChain& e,
+                                    const std::function<bool(int, int)>& refuse) {
+  if (e.residual >= 0 || e.activation.empty() || e.next < 0) return false;
+  const int other = residual_operand(g, g.nodes[static_cast<size_t>(e.next)], e.out);
+  if (other < 0 || refuse(other, e.next)) return false;
+  e.residual = other;
+  e.absorbed.push_back(static_cast<size_t>(e.next));
+  e.out = g.nodes[static_cast<size_t>(e.next)].outputs[0];
+  return true;
+}
+
 void set_activation_attrs(ir::Node& n, const EpilogueChain& e) {
   ir::Attribute a;
   a.kind = ir::Attribute::Kind::s;

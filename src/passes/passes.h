@@ -81,6 +81,11 @@ struct EpilogueChain {
 /// took, or -1.
 EpilogueChain epilogue_chain(const ir::Graph& g, int out, bool take_residual,
                              const std::function<int(int)>& free_consumer);
+/// A chain that took an activation and no residual, followed by Add(other activation): takes
+/// the Add, its other operand the residual added after the activation (MONAI's residual units),
+/// unless `refuse(other, add)`. True when taken.
+bool take_residual_after_activation(const ir::Graph& g, EpilogueChain& e,
+                                    const std::function<bool(int, int)>& refuse);
 /// Sets a fused node's "activation" and "alpha" attributes from `e`.
 void set_activation_attrs(ir::Node& n, const EpilogueChain& e);
 
