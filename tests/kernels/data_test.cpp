@@ -1,4 +1,4 @@
-// Concat, Transpose and Softmax against the reference ops, on every ISA this CPU has.
+// Concat, Split, Transpose and Softmax against the reference ops, on every ISA this CPU has.
 #include "cpu_op_harness.h"
 
 namespace voxrt::test {
@@ -31,6 +31,47 @@ TEST_P(Data, Concat) {
       EXPECT_NE(r.kernel, "ref");
       EXPECT_EQ(r.error, 0) << dtype_name(t) << " axis " << c.axis;
     }
+}
+
+// Split along an axis into parts of given sizes (opset 13's input, opset 11's attribute) or equal
+// ones, every output compared with the reference's.
+TEST_P(Data, Split) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(16);
+  struct Case {
+    Shape x;
+    int64_t axis;
+    std::vector<int64_t> sizes;  // empty: equal parts, `parts` of them
+    int parts;
+  };
+  const std::vector<Case> cases = {
+      {{2, 11, 9, 10, 11}, 1, {8, 3}, 2},     // the sibling join's Split at batch 2
+      {{1, 4, 40, 41, 42}, 1, {2, 1, 1}, 3},  // blocks over a thread slice
+      {{3, 2, 4, 10}, -1, {3, 7}, 2},
+      {{6, 5}, 0, {}, 3},
+  };
+  for (int opset : {11, 13})
+    for (DType t : {DType::f32, DType::f16, DType::i64})
+      for (const Case& c : cases) {
+        OneNode n("Split", opset);
+        n.input("x", random_tensor(t, c.x, rng, -100, 100));
+        if (!c.sizes.empty()) {
+          Tensor sizes = Tensor::empty(DType::i64, {static_cast<int64_t>(c.sizes.size())});
+          for (size_t i = 0; i < c.sizes.size(); ++i) sizes.data<int64_t>()[i] = c.sizes[i];
+          if (opset >= 13)
+            n.constant("split", sizes);
+          else
+            n.attr_ints("split", c.sizes);
+        }
+        n.attr_int("axis", c.axis);
+        for (int i = 0; i < c.parts; ++i) n.output("y" + std::to_string(i));
+        CpuRun r = n.run(GetParam());
+        EXPECT_EQ(r.kernel, "split_copy");
+        ASSERT_EQ(r.cpu_out.size(), static_cast<size_t>(c.parts));
+        for (int i = 0; i < c.parts; ++i)
+          EXPECT_EQ(rel_l2(r.cpu_out[static_cast<size_t>(i)], r.ref_out[static_cast<size_t>(i)]), 0)
+              << dtype_name(t) << " " << shape_str(c.x) << " opset " << opset << " output " << i;
+      }
 }
 
 TEST_P(Data, Transpose) {

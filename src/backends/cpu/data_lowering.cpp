@@ -1,6 +1,6 @@
-// Data movement and Softmax: Concat (one copy per input block), Transpose (rows copied whole
-// when the last axis stays, else tiles transposed between the two innermost axes), and Softmax
-// on f32 and f16 over any axis (contiguous or strided, vectorized across positions).
+// Data movement and Softmax: Concat and Split (one copy per part's block), Transpose (rows copied
+// whole when the last axis stays, else tiles transposed between the two innermost axes), and
+// Softmax on f32 and f16 over any axis (contiguous or strided, vectorized across positions).
 #include <algorithm>
 #include <cstring>
 
@@ -12,47 +12,65 @@
 namespace voxrt::cpu {
 namespace {
 
-class ConcatCpuOp : public CpuOp {
+// Copies between a joined tensor and its parts along an axis, `outer` rows of the joined tensor
+// (every dim before the axis), part i holding len[i] bytes at offset[i] of each row: into the
+// joined tensor (Concat) or out of it (Split). One task per slice of a part's block in one row,
+// so one large block (N = 1, axis 1) is shared by the threads too.
+void copy_blocks(const RunContext& ctx, int64_t outer, char* joined, int64_t row,
+                 const std::vector<char*>& parts, const std::vector<int64_t>& offset,
+                 const std::vector<int64_t>& len, bool into_joined) {
+  const int64_t count = static_cast<int64_t>(parts.size());
+  const int64_t longest = *std::max_element(len.begin(), len.end());
+  parallel_rows(ctx, outer * count, longest, int64_t{1} << 18,
+                [&](int64_t p, int64_t b, int64_t e) {
+                  const int64_t o = p / count;
+                  const size_t i = static_cast<size_t>(p % count);
+                  e = std::min(e, len[i]);
+                  if (b >= e) return;
+                  char* part = parts[i] + o * len[i] + b;
+                  char* whole = joined + o * row + offset[i] + b;
+                  if (into_joined)
+                    std::memcpy(whole, part, static_cast<size_t>(e - b));
+                  else
+                    std::memcpy(part, whole, static_cast<size_t>(e - b));
+                });
+}
+
+// Concat (into_joined) or Split along `axis`, where the arena does not make the parts slices of
+// the joined tensor (runtime/arena.cpp: batch-1 channel Concats and Splits cost no copy).
+class JoinCpuOp : public CpuOp {
  public:
-  ConcatCpuOp(std::unique_ptr<Op> ref, int64_t axis) : CpuOp(std::move(ref)), axis_(axis) {}
+  JoinCpuOp(std::unique_ptr<Op> ref, int64_t axis, bool concat)
+      : CpuOp(std::move(ref)), axis_(axis), concat_(concat) {}
 
   void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
            std::vector<Tensor>& out) const override {
-    Tensor& y = out[0];
+    const Tensor& whole = concat_ ? out[0] : *in[0];
     int64_t axis = axis_;
-    if (!ref::normalize_axis(axis, y.rank())) return ref_->compute(in, out);
+    if (!ref::normalize_axis(axis, whole.rank())) return ref_->compute(in, out);
     int64_t outer = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= y.dim(d);
-    if (outer == 0 || y.numel() == 0) return;
-    size_t es = dtype_size(y.dtype());
-    int64_t out_row = static_cast<int64_t>(y.nbytes()) / outer;
-    // Byte offset of each input's block within one output row.
+    for (int64_t d = 0; d < axis; ++d) outer *= whole.dim(d);
+    if (outer == 0 || whole.numel() == 0) return;
+    std::vector<char*> parts;
     std::vector<int64_t> offset, len;
     int64_t at = 0;
-    for (const Tensor* t : in) {
-      int64_t n = static_cast<int64_t>(t->numel() * es) / outer;
+    const size_t count = concat_ ? in.size() : out.size();
+    for (size_t i = 0; i < count; ++i) {
+      const Tensor* t = concat_ ? in[i] : &out[i];
+      const int64_t n = static_cast<int64_t>(t->nbytes()) / outer;
+      parts.push_back(static_cast<char*>(const_cast<void*>(t->raw())));
       offset.push_back(at);
       len.push_back(n);
       at += n;
     }
-    // One task per slice of an input's block in one output row, so one large block (N = 1,
-    // axis 1) is shared by the threads too.
-    int64_t pieces = outer * static_cast<int64_t>(in.size());
-    int64_t longest = *std::max_element(len.begin(), len.end());
-    parallel_rows(ctx, pieces, longest, int64_t{1} << 18, [&](int64_t p, int64_t b, int64_t e) {
-      int64_t o = p / static_cast<int64_t>(in.size());
-      size_t i = static_cast<size_t>(p % static_cast<int64_t>(in.size()));
-      e = std::min(e, len[i]);
-      if (b >= e) return;
-      const char* src = static_cast<const char*>(in[i]->raw()) + o * len[i];
-      char* dst = static_cast<char*>(y.raw()) + o * out_row + offset[i];
-      std::memcpy(dst + b, src + b, static_cast<size_t>(e - b));
-    });
+    copy_blocks(ctx, outer, static_cast<char*>(const_cast<void*>(whole.raw())),
+                static_cast<int64_t>(whole.nbytes()) / outer, parts, offset, len, concat_);
   }
-  std::string kernel_name() const override { return "concat_copy"; }
+  std::string kernel_name() const override { return concat_ ? "concat_copy" : "split_copy"; }
 
  private:
   int64_t axis_;
+  bool concat_;
 };
 
 // Shape and permutation with unit axes dropped and axes that stay neighbours merged.
@@ -266,7 +284,15 @@ std::unique_ptr<Op> lower_concat(const LowerContext& ctx, std::unique_ptr<Op>& r
   if (ctx.node.outputs.size() != 1 || ctx.node.num_inputs() < 1) return nullptr;
   for (int i = 0; i < ctx.node.num_inputs(); ++i)
     if (!ctx.node.has_input(i)) return nullptr;
-  return std::make_unique<ConcatCpuOp>(std::move(ref), ctx.node.attrs.get_int("axis", 0));
+  return std::make_unique<JoinCpuOp>(std::move(ref), ctx.node.attrs.get_int("axis", 0), true);
+}
+
+std::unique_ptr<Op> lower_split(const LowerContext& ctx, std::unique_ptr<Op>& ref) {
+  // An omitted output's part of the input is not known here: the reference op splits those.
+  if (ctx.node.outputs.empty() || !ctx.node.has_input(0) ||
+      std::any_of(ctx.node.outputs.begin(), ctx.node.outputs.end(), [](int o) { return o < 0; }))
+    return nullptr;
+  return std::make_unique<JoinCpuOp>(std::move(ref), ctx.node.attrs.get_int("axis", 0), false);
 }
 
 std::unique_ptr<Op> lower_transpose(const LowerContext& ctx, std::unique_ptr<Op>& ref) {
@@ -286,6 +312,7 @@ std::unique_ptr<Op> lower_softmax(const LowerContext& ctx, std::unique_ptr<Op>& 
 
 void register_data_lowerings(CpuRegistry& r) {
   r.add("Concat", lower_concat);
+  r.add("Split", lower_split);
   r.add("Transpose", lower_transpose);
   r.add("Softmax", lower_softmax);
 }
