@@ -42,6 +42,32 @@ const Tensor* Attributes::get_tensor(const std::string& name) const {
   return &need(*this, name, Attribute::Kind::t, "a tensor").t;
 }
 
+void Attributes::set_int(const std::string& name, int64_t v) {
+  Attribute& a = items[name] = Attribute{};
+  a.kind = Attribute::Kind::i;
+  a.i = v;
+}
+void Attributes::set_float(const std::string& name, float v) {
+  Attribute& a = items[name] = Attribute{};
+  a.kind = Attribute::Kind::f;
+  a.f = v;
+}
+void Attributes::set_string(const std::string& name, std::string v) {
+  Attribute& a = items[name] = Attribute{};
+  a.kind = Attribute::Kind::s;
+  a.s = std::move(v);
+}
+void Attributes::set_ints(const std::string& name, std::vector<int64_t> v) {
+  Attribute& a = items[name] = Attribute{};
+  a.kind = Attribute::Kind::is;
+  a.is = std::move(v);
+}
+void Attributes::set_floats(const std::string& name, std::vector<float> v) {
+  Attribute& a = items[name] = Attribute{};
+  a.kind = Attribute::Kind::fs;
+  a.fs = std::move(v);
+}
+
 int Graph::add_value(const std::string& name) {
   if (!name.empty()) {
     auto it = by_name_.find(name);

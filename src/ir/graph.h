@@ -54,6 +54,13 @@ class Attributes {
   std::vector<float> get_floats(const std::string& name, std::vector<float> fallback = {}) const;
   const Tensor* get_tensor(const std::string& name) const;
 
+  /// Sets (or replaces) an attribute of that kind: the passes' rewrites.
+  void set_int(const std::string& name, int64_t v);
+  void set_float(const std::string& name, float v);
+  void set_string(const std::string& name, std::string v);
+  void set_ints(const std::string& name, std::vector<int64_t> v);
+  void set_floats(const std::string& name, std::vector<float> v);
+
   /// Where getters report errors, e.g. "model 'unet.onnx', node 'Conv_3' (Conv)".
   std::string where;
 };

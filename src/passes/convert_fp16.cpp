@@ -50,10 +50,7 @@ int add_cast(ir::Graph& g, std::vector<ir::Node>& out, int from, DType to,
   c.opset = g.opset;
   c.inputs = {from};
   c.outputs = {v};
-  ir::Attribute to_attr;
-  to_attr.kind = ir::Attribute::Kind::i;
-  to_attr.i = to == DType::f16 ? 10 : 1;
-  c.attrs.items["to"] = to_attr;
+  c.attrs.set_int("to", to == DType::f16 ? 10 : 1);
   c.attrs.where = g.where(c);
   out.push_back(std::move(c));
   return v;

@@ -59,10 +59,7 @@ void fold_softmax_transposes(ir::Graph& g) {
     if (axis < 0 || axis >= static_cast<int64_t>(rank)) continue;
     // Before opset 13 Softmax normalizes over every axis from `axis` on: one axis only if last.
     if (legacy && axis != static_cast<int64_t>(rank) - 1) continue;
-    ir::Attribute a;
-    a.kind = ir::Attribute::Kind::i;
-    a.i = pp[static_cast<size_t>(axis)];
-    sm.attrs.items["axis"] = a;
+    sm.attrs.set_int("axis", pp[static_cast<size_t>(axis)]);
     sm.opset = std::max(sm.opset, 13);
     sm.inputs[0] = t1.inputs[0];
     sm.outputs[0] = t2.outputs[0];

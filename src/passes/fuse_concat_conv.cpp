@@ -45,17 +45,12 @@ void fuse_concat_into_conv(ir::Graph& g) {
     if (plain) {
       conv.domain = kInternalDomain;
       conv.op_type = "FusedConv";
-      ir::Attribute a;
-      a.kind = ir::Attribute::Kind::s;
-      conv.attrs.items["activation"] = a;
+      conv.attrs.set_string("activation", "");
     }
     conv.inputs.resize(std::max<size_t>(conv.inputs.size(), 4), -1);
     conv.inputs[0] = parts[0];
     conv.inputs.insert(conv.inputs.end(), parts.begin() + 1, parts.end());
-    ir::Attribute n;
-    n.kind = ir::Attribute::Kind::i;
-    n.i = static_cast<int64_t>(parts.size());
-    conv.attrs.items["x_parts"] = n;
+    conv.attrs.set_int("x_parts", static_cast<int64_t>(parts.size()));
     drop[ci] = 1;
   }
   erase_nodes(g, drop);

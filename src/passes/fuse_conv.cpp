@@ -73,12 +73,7 @@ void fuse_conv_epilogue(ir::Graph& g) {
     conv.inputs.resize(std::max<size_t>(conv.inputs.size(), 3), -1);
     if (e.residual >= 0) conv.inputs.push_back(e.residual);
     set_activation_attrs(conv, e);
-    if (residual_after) {
-      ir::Attribute after;
-      after.kind = ir::Attribute::Kind::i;
-      after.i = 1;
-      conv.attrs.items[kResidualAfterActivation] = after;
-    }
+    if (residual_after) conv.attrs.set_int(kResidualAfterActivation, 1);
     conv.outputs[0] = e.out;
     for (size_t d : e.absorbed) drop[d] = 1;
   }
@@ -114,10 +109,7 @@ void fuse_output_cast(ir::Graph& g) {
       conv.domain = kInternalDomain;
       conv.op_type = "FusedConv";
     }
-    ir::Attribute to;
-    to.kind = ir::Attribute::Kind::i;
-    to.i = 1;
-    conv.attrs.items[kFusedCastTo] = to;
+    conv.attrs.set_int(kFusedCastTo, 1);
     conv.outputs[0] = cast.outputs[0];
     drop[k] = 1;
   }

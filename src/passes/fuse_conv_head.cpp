@@ -83,11 +83,8 @@ void fuse_conv_head(ir::Graph& g) {
     conv.inputs.resize(static_cast<size_t>(fused_head_input(conv)), -1);
     conv.inputs.push_back(hw);
     conv.inputs.push_back(hb);
-    ir::Attribute one;
-    one.kind = ir::Attribute::Kind::i;
-    one.i = 1;
-    conv.attrs.items[kFusedHead] = one;
-    if (softmax) conv.attrs.items[kFusedHeadSoftmax] = one;
+    conv.attrs.set_int(kFusedHead, 1);
+    if (softmax) conv.attrs.set_int(kFusedHeadSoftmax, 1);
     conv.outputs[0] = out;
     drop[static_cast<size_t>(hk)] = 1;
   }

@@ -189,10 +189,7 @@ void fuse_group_norm(ir::Graph& g) {
     in_norm.op_type = "GroupNormalization";
     in_norm.opset = 21;
     in_norm.inputs = {x, scale_v, bias_v};
-    ir::Attribute n;
-    n.kind = ir::Attribute::Kind::i;
-    n.i = groups;
-    in_norm.attrs.items["num_groups"] = n;
+    in_norm.attrs.set_int("num_groups", groups);
     in_norm.outputs[0] = add.outputs[0];
     drop[static_cast<size_t>(r1_index)] = 1;
     drop[static_cast<size_t>(r2_index)] = 1;

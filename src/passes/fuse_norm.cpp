@@ -35,14 +35,11 @@ void fuse_norm_activation(ir::Graph& g) {
         take_residual_after_activation(g, e, [](int, int) { return false; });
     if (e.absorbed.empty()) continue;
     set_activation_attrs(norm, e);
-    ir::Attribute one;
-    one.kind = ir::Attribute::Kind::i;
-    one.i = 1;
     if (e.residual >= 0) {
-      norm.attrs.items[kNormResidual] = one;
+      norm.attrs.set_int(kNormResidual, 1);
       norm.inputs.push_back(e.residual);
     }
-    if (residual_after) norm.attrs.items[kResidualAfterActivation] = one;
+    if (residual_after) norm.attrs.set_int(kResidualAfterActivation, 1);
     norm.domain = kInternalDomain;
     norm.op_type = fused;
     norm.outputs.resize(1);

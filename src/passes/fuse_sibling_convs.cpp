@@ -141,14 +141,9 @@ void fuse_sibling_convs(ir::Graph& g) {
     joint.attrs.where = g.where(joint);
     joint.attrs.items.erase("activation");
     joint.attrs.items.erase("alpha");
-    ir::Attribute none;
-    none.kind = ir::Attribute::Kind::s;
-    joint.attrs.items["activation"] = none;
+    joint.attrs.set_string("activation", "");
     if (!same_act) {
-      ir::Attribute a;
-      a.kind = ir::Attribute::Kind::fs;
-      a.fs = slopes;
-      joint.attrs.items[kFusedSlopes] = a;
+      joint.attrs.set_floats(kFusedSlopes, slopes);
     } else if (first.op_type == "FusedConv") {
       for (const char* name : {"activation", "alpha"})
         if (first.attrs.has(name)) joint.attrs.items[name] = first.attrs.items.at(name);
@@ -166,10 +161,7 @@ void fuse_sibling_convs(ir::Graph& g) {
     sp.op_type = "Split";
     sp.opset = first.opset;
     sp.inputs = {y};
-    ir::Attribute axis;
-    axis.kind = ir::Attribute::Kind::i;
-    axis.i = 1;
-    sp.attrs.items["axis"] = axis;
+    sp.attrs.set_int("axis", 1);
     sp.attrs.where = g.where(sp);
     if (sp.opset >= 13) {
       Tensor t = Tensor::empty(DType::i64, {static_cast<int64_t>(split.size())});
@@ -178,10 +170,7 @@ void fuse_sibling_convs(ir::Graph& g) {
       g.constants[sv] = std::move(t);
       sp.inputs.push_back(sv);
     } else {
-      ir::Attribute s;
-      s.kind = ir::Attribute::Kind::is;
-      s.is = split;
-      sp.attrs.items["split"] = s;
+      sp.attrs.set_ints("split", split);
     }
     for (const ir::Node* m : members) sp.outputs.push_back(m->outputs[0]);
     for (size_t j : group) drop[j] = j != k;

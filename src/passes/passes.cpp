@@ -94,14 +94,8 @@ bool take_residual_after_activation(const ir::Graph& g, EpilogueChain& e,
 }
 
 void set_activation_attrs(ir::Node& n, const EpilogueChain& e) {
-  ir::Attribute a;
-  a.kind = ir::Attribute::Kind::s;
-  a.s = e.activation;
-  n.attrs.items["activation"] = a;
-  ir::Attribute al;
-  al.kind = ir::Attribute::Kind::f;
-  al.f = e.alpha;
-  n.attrs.items["alpha"] = al;
+  n.attrs.set_string("activation", e.activation);
+  n.attrs.set_float("alpha", e.alpha);
 }
 
 void erase_nodes(ir::Graph& g, const std::vector<char>& drop) {

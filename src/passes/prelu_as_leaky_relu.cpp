@@ -20,12 +20,10 @@ void prelu_as_leaky_relu(ir::Graph& g) {
     // Float data only (PRelu takes integers from opset 16), and a slope of the data's type, so
     // the rewrite changes no arithmetic.
     if (!slope || slope->numel() != 1 || !x || !is_float(*x) || slope->dtype() != *x) continue;
-    ir::Attribute alpha;
-    alpha.kind = ir::Attribute::Kind::f;
-    alpha.f = static_cast<float>(ref::load(*slope, 0));
+    const float alpha = static_cast<float>(ref::load(*slope, 0));
     n.op_type = "LeakyRelu";
     n.attrs.items.clear();
-    n.attrs.items["alpha"] = alpha;
+    n.attrs.set_float("alpha", alpha);
     n.inputs.resize(1);
   }
   g.remove_dead();
