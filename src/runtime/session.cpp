@@ -371,6 +371,7 @@ CpuInfo cpu_info() {
   c.isa = cpu::isa_name(isa);
   c.bf16_products = isa >= cpu::Isa::avx512bf16;
   c.fp16_arithmetic = isa >= cpu::Isa::avx512fp16;
+  c.fp16_emulated = c.fp16_arithmetic && cpu::avx512fp16_emulated();
   return c;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/half.h"
 #include "npy.h"
+#include "support/emulated_isa.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt {
@@ -67,6 +68,7 @@ float element(const Tensor& t, int64_t i) {
 }
 
 TEST_P(ModelFixture, MatchesTorch) {
+  VOXRT_SKIP_UNLESS_EMULATION_RUNS();
   const Case& c = GetParam();
   std::string dir = VOXRT_FIXTURE_DIR;
   SessionOptions opt;
@@ -169,6 +171,7 @@ class ConvertFixture : public ::testing::TestWithParam<ConvertCase> {};
 // `voxrt convert --fp16` output loads back and computes the fp32 model's function within the
 // fp16 bar (the same files load in onnxruntime: bench/check_convert_onnxruntime.sh).
 TEST_P(ConvertFixture, Fp16OutputMatchesTorch) {
+  VOXRT_SKIP_UNLESS_EMULATION_RUNS();
   const ConvertCase& c = GetParam();
   std::string dir = VOXRT_FIXTURE_DIR;
   std::string out =

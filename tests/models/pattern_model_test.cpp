@@ -17,6 +17,7 @@
 #include <random>
 
 #include "core/half.h"
+#include "support/emulated_isa.h"
 #include "support/rel_l2.h"
 #include "voxrt/voxrt.h"
 
@@ -64,6 +65,7 @@ Tensor input_for(const Session& s, const std::vector<float>& values) {
 class PatternModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PatternModel, MatchesReference) {
+  VOXRT_SKIP_UNLESS_EMULATION_RUNS();
   const std::string base = std::string(VOXRT_PATTERN_DIR) + "/" + GetParam();
   SessionOptions ref_opt;
   ref_opt.backend = Backend::reference;

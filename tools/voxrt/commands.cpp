@@ -162,8 +162,9 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   std::sort(ms.begin(), ms.end());
   double median = ms[ms.size() / 2];
   double gflops = 2.0 * static_cast<double>(sum.macs) / (median * 1e6);
-  std::printf("model %s  precision %s  threads %d  cpu %s  shape", model.c_str(),
-              precision.empty() ? "model" : precision.c_str(), threads, cpu_info().isa.c_str());
+  std::printf("model %s  precision %s  threads %d  cpu %s%s  shape", model.c_str(),
+              precision.empty() ? "model" : precision.c_str(), threads, cpu_info().isa.c_str(),
+              cpu_info().fp16_emulated ? " (fp16 arithmetic emulated)" : "");
   for (const auto& [name, shape] : bound)
     std::printf(" %s=%s", name.c_str(), shape_str(shape).c_str());
   std::printf(

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "voxrt/error.h"
@@ -85,12 +86,45 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+namespace {
+
+// -1: as VOXRT_EMULATE_AVX512FP16 says; 0, 1: asked against or for (set_emulate_avx512fp16).
+std::atomic<int> emulate_request{-1};
+
+bool emulation_asked() {
+  const int r = emulate_request.load(std::memory_order_relaxed);
+  if (r >= 0) return r == 1;
+  static const bool env = [] {
+    const char* e = std::getenv("VOXRT_EMULATE_AVX512FP16");
+    return e && *e && std::string(e) != "0";
+  }();
+  return env;
+}
+
+}  // namespace
+
+bool avx512fp16_emulated() {
+  // The stand-ins are AVX-512F code, and at this level fp32 models with bf16 products take the
+  // AVX512-BF16 rows: the emulation needs both.
+  return cpu_features().detected == Isa::avx512bf16 && !cpu_features().avx512fp16 &&
+         emulation_asked();
+}
+
+std::optional<bool> set_emulate_avx512fp16(std::optional<bool> on) {
+  const int r = emulate_request.exchange(on ? (*on ? 1 : 0) : -1);
+  return r < 0 ? std::nullopt : std::optional<bool>(r == 1);
+}
+
+Isa usable_isa() {
+  return avx512fp16_emulated() ? Isa::avx512fp16 : cpu_features().detected;
+}
+
 Isa max_isa() {
-  Isa detected = cpu_features().detected;
+  const Isa usable = usable_isa();
   const char* cap = std::getenv("VOXRT_MAX_ISA");
-  if (!cap || !*cap) return detected;
+  if (!cap || !*cap) return usable;
   Isa c = parse_isa(cap);
-  return c < detected ? c : detected;
+  return c < usable ? c : usable;
 }
 
 }  // namespace voxrt::cpu

@@ -4,6 +4,7 @@
 // lower path can be exercised on a high-end machine.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace voxrt::cpu {
@@ -30,7 +31,18 @@ struct CpuFeatures {
 
 /// Detected once per process.
 const CpuFeatures& cpu_features();
-/// The level kernels may use: detected, capped by VOXRT_MAX_ISA. Throws voxrt::Error on an
+/// Whether the AVX512-FP16 level runs on software stand-ins of its gemm rows (GemmKernel::emulated:
+/// fp16 fused multiply-adds computed in double and rounded to fp16, a few times slower than fp32):
+/// asked for with VOXRT_EMULATE_AVX512FP16=1 (or set_emulate_avx512fp16), on a CPU with AVX512-BF16
+/// but without AVX512-FP16. Then the fp16-arithmetic path, drivers and all, runs and can be tested
+/// or its error measured (`voxrt profile --compare`) where the instructions are missing.
+bool avx512fp16_emulated();
+/// Asks for the emulation (true), against it (false), or as VOXRT_EMULATE_AVX512FP16 says
+/// (nullopt), for tests; returns the previous request.
+std::optional<bool> set_emulate_avx512fp16(std::optional<bool> on);
+/// The highest level kernels can run at: detected, or avx512fp16 where it is emulated.
+Isa usable_isa();
+/// The level kernels may use: usable_isa(), capped by VOXRT_MAX_ISA. Throws voxrt::Error on an
 /// unknown VOXRT_MAX_ISA value.
 Isa max_isa();
 /// Isa from "scalar", "avx2", ...; throws voxrt::Error on other text.

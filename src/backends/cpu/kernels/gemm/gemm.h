@@ -103,7 +103,15 @@ struct GemmKernel {
   /// read X's rows in place (1x1 convolutions) rather than pack widened copies.
   GemmUkernel ukernel_f16_b = nullptr;
   PanelConvertSplit to_panel_split = nullptr;  // rows with k_pack = 1
+  /// A software stand-in for the row of the same name less `_emulated`, at `isa` but built for
+  /// AVX-512F: chosen in its place where that ISA is emulated (avx512fp16_emulated()).
+  bool emulated = false;
 };
+
+/// The lowest ISA a row's code needs: its level, or AVX-512 for an emulated row.
+inline Isa runs_on(const GemmKernel& g) {
+  return g.emulated ? Isa::avx512 : g.isa;
+}
 
 /// Rows whose products are of bfloat16-rounded operands (FpMath::bf16 only).
 inline bool bf16_dot(const GemmKernel& g) {

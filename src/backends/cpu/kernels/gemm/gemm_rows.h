@@ -33,6 +33,8 @@ VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_3x96_avx512);
 VOXRT_GEMM_UKERNEL(f16_f32acc_gemm_3x96_avx512_f16b);
 VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_8x64_avx512fp16);
 VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_6x64_avx512fp16);
+VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_8x64_emulated_avx512);
+VOXRT_GEMM_UKERNEL(f16_f16acc_gemm_6x64_emulated_avx512);
 VOXRT_GEMM_UKERNEL(f32_bf16dot_gemm_8x48_avx512bf16);
 VOXRT_GEMM_UKERNEL(f32_bf16dot_gemm_6x64_avx512bf16);
 VOXRT_GEMM_UKERNEL(f32_bf16dot_gemm_6x48_avx512bf16);

@@ -59,6 +59,13 @@ constexpr GemmKernel kKernels[] = {
     {Isa::avx512fp16, "f16_f16acc_gemm_6x64__avx512fp16", DType::f16, PanelType::f16_pair,
      PanelType::f16, 6, 64, kF16CarrySteps, 1, f16_f16acc_gemm_6x64_avx512fp16, copy_f16_panel,
      nullptr, nullptr, nullptr, nullptr, f16_split_panel_scalar},
+    // Their stand-ins, each after the row it replaces where AVX512-FP16 is emulated.
+    {Isa::avx512fp16, "f16_f16acc_gemm_8x64__avx512fp16_emulated", DType::f16, PanelType::f16_pair,
+     PanelType::f16, 8, 64, kF16CarrySteps, 1, f16_f16acc_gemm_8x64_emulated_avx512, copy_f16_panel,
+     nullptr, nullptr, nullptr, nullptr, f16_split_panel_scalar, true},
+    {Isa::avx512fp16, "f16_f16acc_gemm_6x64__avx512fp16_emulated", DType::f16, PanelType::f16_pair,
+     PanelType::f16, 6, 64, kF16CarrySteps, 1, f16_f16acc_gemm_6x64_emulated_avx512, copy_f16_panel,
+     nullptr, nullptr, nullptr, nullptr, f16_split_panel_scalar, true},
     {Isa::avx512bf16, "f16_bf16dot_gemm_8x48__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 8, 48, 0, 2, f16_bf16dot_gemm_8x48_avx512bf16,
      f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16, f16_to_bf16_pair_split_avx512bf16,
@@ -97,6 +104,11 @@ constexpr GemmKernel kKernels[] = {
      0, 1, f16_f32acc_gemm_4x16_scalar, f16_to_f32_panel_scalar, nullptr, nullptr, nullptr,
      f16_f32acc_gemm_4x16_scalar_f16b, f16_to_f32_split_panel_scalar},
 };
+
+// Rows at an emulated ISA are their stand-ins; elsewhere the hardware's rows.
+bool in_use(const GemmKernel& g) {
+  return g.isa != Isa::avx512fp16 || g.emulated == avx512fp16_emulated();
+}
 
 int64_t blocks(int64_t n, int64_t b) {
   return (n + b - 1) / b;
@@ -138,7 +150,7 @@ const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m, bool allow
   const GemmKernel* best = nullptr;
   double best_use = 0;
   for (const GemmKernel& g : kKernels) {
-    if (g.storage != storage || g.isa > max || (bf16_dot(g) && !allow_bf16)) continue;
+    if (g.storage != storage || g.isa > max || (bf16_dot(g) && !allow_bf16) || !in_use(g)) continue;
     if (best && g.isa != best->isa) break;
     // Three-row tiles reuse each B vector three times, half what six rows do: they pay only
     // where the output channels are that few (heads to 2 or 3 classes).
@@ -157,7 +169,7 @@ std::vector<const GemmKernel*> gemm_siblings(const GemmKernel& g) {
   for (const GemmKernel& s : kKernels)
     if (&s != &g && s.isa == g.isa && s.storage == g.storage && s.a_panel == g.a_panel &&
         s.b_panel == g.b_panel && s.mr == g.mr && s.k_pack == g.k_pack && s.k_carry == g.k_carry &&
-        s.to_panel == g.to_panel)
+        s.to_panel == g.to_panel && s.emulated == g.emulated)
       out.push_back(&s);
   return out;
 }

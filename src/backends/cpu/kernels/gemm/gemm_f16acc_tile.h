@@ -1,0 +1,112 @@
+// The fp16-arithmetic gemm tile, MR x 64 (two vectors of 32 fp16 sums per row), over an
+// arithmetic policy H: fp16 fused multiply-adds, and every kF16CarrySteps steps the fp16 sums are
+// widened and added into an fp32 copy of the tile, so rounding error grows with the chunk length,
+// not with k. A is packed as fp16 pairs (f16_pair), so its broadcast is a 32-bit load. H is the
+// AVX512-FP16 instructions (gemm_avx512fp16.h) or their software stand-in
+// (f16_f16acc_gemm_emulated__avx512.cpp); the epilogue is AVX-512F either way. H provides:
+//   V                      32 fp16 lanes
+//   zero()                 all lanes +0
+//   load(const uint16_t*)  32 fp16 values
+//   broadcast(uint32_t)    an f16_pair element's value in every lane
+//   fmadd(a, b, c)         a * b + c, rounded once to fp16
+//   widen_lo(v), widen_hi(v)  lanes 0-15, 16-31 as fp32
+// Include only from sources built for AVX-512 or above.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backends/cpu/kernels/gemm/gemm_rows.h"
+
+// GCC 12 reports its own intrinsics' deliberately undefined pass-through vectors (`__Y = __Y`)
+// as maybe-uninitialized once they are inlined into the kernels.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace voxrt::cpu::gemm_fp16_detail {
+
+inline __m512 activate(__m512 v, Activation act, __m512 alpha) {
+  if (act == Activation::relu) return _mm512_max_ps(v, _mm512_setzero_ps());
+  if (act == Activation::leaky_relu)
+    return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, alpha);
+  return v;
+}
+
+template <int kMr, class H>
+void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const void* b_base,
+                   const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p) {
+  constexpr int kNr = 64;
+  const uint32_t* a = static_cast<const uint32_t*>(a_panel);
+  const uint16_t* b_rows = static_cast<const uint16_t*>(b_base);
+  if (p.residual)  // the epilogue's residual rows, asked for before the k loop (gemm_tile.h)
+    for (int i = 0; i < kMr; ++i)
+      for (size_t b = 0; b < kNr * 2 + 63; b += 64)
+        __builtin_prefetch(static_cast<const char*>(p.residual) + i * ldc * 2 + b);
+  alignas(64) float sum[kMr][kNr];
+  std::memset(sum, 0, sizeof(sum));
+  size_t s = 0;
+  while (s < k) {
+    size_t end = k - s > static_cast<size_t>(kF16CarrySteps) ? s + kF16CarrySteps : k;
+    typename H::V acc[kMr][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = H::zero();
+    for (; s < end; ++s) {
+      const uint16_t* b = b_rows + b_offsets[s];
+      const typename H::V b0 = H::load(b);
+      const typename H::V b1 = H::load(b + 32);
+#pragma GCC unroll 8
+      for (int i = 0; i < kMr; ++i) {
+        const typename H::V av = H::broadcast(a[i]);
+        acc[i][0] = H::fmadd(av, b0, acc[i][0]);
+        acc[i][1] = H::fmadd(av, b1, acc[i][1]);
+      }
+      a += kMr;
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i)
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; ++j) {
+        float* row = sum[i] + 32 * j;
+        _mm512_store_ps(row, _mm512_add_ps(_mm512_load_ps(row), H::widen_lo(acc[i][j])));
+        _mm512_store_ps(row + 16, _mm512_add_ps(_mm512_load_ps(row + 16), H::widen_hi(acc[i][j])));
+      }
+  }
+
+  const bool full = nc == kNr;
+  const __m512 alpha = _mm512_set1_ps(p.alpha);
+  alignas(64) uint16_t tmp_out[kNr];
+  alignas(64) uint16_t tmp_res[kNr];
+  for (size_t i = 0; i < mr; ++i) {
+    uint16_t* row = static_cast<uint16_t*>(c) + i * ldc;
+    const uint16_t* res = p.residual ? static_cast<const uint16_t*>(p.residual) + i * ldc : nullptr;
+    if (res && !full) {
+      std::memset(tmp_res, 0, sizeof(tmp_res));
+      std::memcpy(tmp_res, res, nc * 2);
+      res = tmp_res;
+    }
+    uint16_t* dst = full ? row : tmp_out;
+    const __m512 bias = p.bias ? _mm512_set1_ps(p.bias[i]) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int j = 0; j < kNr / 16; ++j) {
+      __m512 v = _mm512_add_ps(_mm512_load_ps(sum[i] + 16 * j), bias);
+      const __m512 r =
+          res ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(res + 16 * j)))
+              : _mm512_setzero_ps();
+      if (!p.residual_after_act) v = _mm512_add_ps(v, r);
+      v = activate(v, p.act, p.slopes ? _mm512_set1_ps(p.slopes[i]) : alpha);
+      if (p.residual_after_act) v = _mm512_add_ps(v, r);
+      if (p.f32_out)  // kept in sum[i], copied out below
+        _mm512_store_ps(sum[i] + 16 * j, v);
+      else
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16 * j),
+                            _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    if (p.f32_out)
+      std::memcpy(static_cast<float*>(c) + i * ldc, sum[i], nc * 4);
+    else if (!full)
+      std::memcpy(row, tmp_out, nc * 2);
+  }
+}
+
+}  // namespace voxrt::cpu::gemm_fp16_detail
