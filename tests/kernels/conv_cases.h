@@ -21,6 +21,7 @@
 #include "core/half.h"
 #include "runtime/thread_pool.h"
 #include "support/attr_setters.h"
+#include "support/emulated_isa.h"
 #include "support/rel_l2.h"
 #include "support/scoped_setting.h"
 
@@ -417,10 +418,6 @@ inline const Path kPaths[] = {{Isa::scalar, FpMath::strict},     {Isa::avx2, FpM
                               {Isa::avx512, FpMath::strict},     {Isa::avx512bf16, FpMath::bf16},
                               {Isa::avx512fp16, FpMath::strict}, {Isa::avx512fp16, FpMath::bf16}};
 
-// AVX512-FP16 asked to be emulated for a scope (cpu::avx512fp16_emulated: where the CPU has
-// AVX512-BF16 but not AVX512-FP16, its gemm rows run as their software stand-ins).
-using EmulateAvx512Fp16 = test::ScopedSetting<std::optional<bool>, &set_emulate_avx512fp16>;
-
 // Paths at AVX512-FP16 run on its stand-ins where the CPU lacks it (the kernels' own code then
 // runs only where the CPU has it: the gemm row test compares both forms with the reference).
 class ConvLoweringTest : public ::testing::TestWithParam<Path> {
@@ -431,7 +428,7 @@ class ConvLoweringTest : public ::testing::TestWithParam<Path> {
   }
 
  private:
-  EmulateAvx512Fp16 emulate_{true};
+  test::EmulateAvx512Fp16 emulate_{true};
 };
 
 // The direct path's per-thread slab budget for a scope.

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_features.h"
 #include "core/half.h"
+#include "support/emulated_isa.h"
 
 namespace voxrt::cpu {
 namespace {
@@ -377,6 +378,24 @@ TEST(GemmTable, SplitMatchesConvertsOfEvenAndOddValues) {
     }
   }
   if (rows == 0) GTEST_SKIP() << "no one-step row runs on this CPU";
+}
+
+// The AVX512-FP16 rows' stand-ins are chosen exactly where the level is emulated, and never
+// mixed with the instructions' rows as siblings.
+TEST(GemmTable, EmulatedRowsStandInOnlyWhereAvx512Fp16IsEmulated) {
+  for (bool on : {false, true}) {
+    const test::EmulateAvx512Fp16 scope(on);
+    const bool emulated = avx512fp16_emulated();
+    if (!on) EXPECT_FALSE(emulated);
+    if (on && cpu_features().detected == Isa::avx512bf16) EXPECT_TRUE(emulated);
+    EXPECT_EQ(usable_isa() == Isa::avx512fp16,
+              emulated || cpu_features().detected == Isa::avx512fp16);
+    const GemmKernel* g = find_gemm_kernel(Isa::avx512fp16, DType::f16, 16);
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g->emulated, emulated) << g->name << (on ? " with" : " without") << " emulation";
+    EXPECT_GT(g->k_carry, 0) << g->name;
+    for (const GemmKernel* s : gemm_siblings(*g)) EXPECT_EQ(s->emulated, g->emulated) << s->name;
+  }
 }
 
 TEST(GemmTable, Bf16ProductsOnlyWhenAllowed) {

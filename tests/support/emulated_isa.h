@@ -10,6 +10,14 @@
 #include <string>
 
 #include "backends/cpu/cpu_features.h"
+#include "support/scoped_setting.h"
+
+namespace voxrt::test {
+
+// AVX512-FP16 asked to be emulated (true), or not (false), for a scope.
+using EmulateAvx512Fp16 = ScopedSetting<std::optional<bool>, &cpu::set_emulate_avx512fp16>;
+
+}  // namespace voxrt::test
 
 #define VOXRT_SKIP_UNLESS_EMULATION_RUNS()                                                  \
   do {                                                                                      \
