@@ -283,19 +283,35 @@ PanelBuffer::PanelBuffer(size_t bytes, ScratchCache* cache) {
 
 APanels::APanels(const GemmKernel& g, size_t bytes)
     : g_(&g),
-      narrow_(g.storage == DType::f16 && g.a_panel == PanelType::f32),
+      narrow_(g.storage == DType::f16 &&
+              (g.a_panel == PanelType::f32 || g.a_panel == PanelType::f16_pair)),
       bytes_(bytes),
       kept_(narrow_ ? bytes / 2 : bytes) {}
 
 void APanels::narrow(size_t offset, const std::vector<float>& values) {
+  uint16_t* dst = reinterpret_cast<uint16_t*>(kept_.data() + offset / 2);
+  if (g_->a_panel == PanelType::f16_pair) {
+    // Each element holds its fp16 value twice: keep one.
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t pair;
+      std::memcpy(&pair, &values[i], 4);
+      dst[i] = static_cast<uint16_t>(pair);
+    }
+    return;
+  }
   // The values are fp16 weights widened (or zeros): narrowing them back is exact.
-  cast_kernels(g_->isa).f32_to_f16(values.data(), kept_.data() + offset / 2,
-                                   static_cast<int64_t>(values.size()));
+  cast_kernels(g_->isa).f32_to_f16(values.data(), dst, static_cast<int64_t>(values.size()));
 }
 
 void APanels::widen(size_t offset, size_t bytes, uint8_t* dst) const {
-  cast_kernels(g_->isa).f16_to_f32(kept_.data() + offset / 2, dst,
-                                   static_cast<int64_t>(bytes / sizeof(float)));
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(kept_.data() + offset / 2);
+  const size_t n = bytes / 4;
+  if (g_->a_panel == PanelType::f16_pair) {
+    uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+    for (size_t i = 0; i < n; ++i) out[i] = src[i] * 0x10001u;
+    return;
+  }
+  cast_kernels(g_->isa).f16_to_f32(src, dst, static_cast<int64_t>(n));
 }
 
 namespace {

@@ -165,11 +165,12 @@ class BufferSlots {
   std::vector<int64_t> free_;
 };
 
-/// A layer's packed A panels (weights) in its row's panel layout. Rows that widen fp16 storage
-/// into fp32 panels (fp32 arithmetic with F16C: AVX2 and AVX-512 without AVX512-FP16) keep them
+/// A layer's packed A panels (weights) in its row's panel layout. Rows of fp16 storage whose
+/// panel elements take four bytes, fp32 (fp32 arithmetic with F16C: AVX2 and AVX-512 without
+/// AVX512-FP16) or fp16 pairs (AVX512-FP16, each value twice for a 32-bit broadcast), keep them
 /// as fp16 between runs, which the weights of an fp16 model are, and the drivers widen them into
 /// scratch as they go (a block of output channels at a time where the layer is large): an fp16
-/// model's weights then take half the bytes of fp32 ones on these CPUs too.
+/// model's weights then take half the bytes of fp32 ones on every CPU.
 class APanels {
  public:
   APanels() = default;
@@ -193,7 +194,8 @@ class APanels {
   bool narrow() const { return narrow_; }
   /// The kept panels: the row's layout where !narrow().
   const uint8_t* kept() const { return kept_.data(); }
-  /// Bytes [offset, offset + bytes) of the layout, widened to fp32 at dst (narrow() only).
+  /// Bytes [offset, offset + bytes) of the layout, widened to the row's elements at dst (narrow()
+  /// only).
   void widen(size_t offset, size_t bytes, uint8_t* dst) const;
   /// Bytes [offset, offset + bytes) of the layout for the kernels: the kept ones, or widened into
   /// `widened` (on ctx's pool when `parallel`, else by the calling thread).
