@@ -32,10 +32,11 @@ struct CpuFeatures {
 /// Detected once per process.
 const CpuFeatures& cpu_features();
 /// Whether the AVX512-FP16 level runs on software stand-ins of its gemm rows (GemmKernel::emulated:
-/// fp16 fused multiply-adds computed in double and rounded to fp16, a few times slower than fp32):
-/// asked for with VOXRT_EMULATE_AVX512FP16=1 (or set_emulate_avx512fp16), on a CPU with AVX512-BF16
-/// but without AVX512-FP16. Then the fp16-arithmetic path, drivers and all, runs and can be tested
-/// or its error measured (`voxrt profile --compare`) where the instructions are missing.
+/// fp16 fused multiply-adds computed in double and rounded to fp16, about a tenth of fp32's
+/// speed): asked for with VOXRT_EMULATE_AVX512FP16=1 (read once a process;
+/// set_emulate_avx512fp16 overrides it), on a CPU with AVX512-BF16 but without AVX512-FP16. Then
+/// the fp16-arithmetic path, drivers and all, runs and can be tested or its error measured
+/// (`voxrt profile --compare`) where the instructions are missing.
 bool avx512fp16_emulated();
 /// Asks for the emulation (true), against it (false), or as VOXRT_EMULATE_AVX512FP16 says
 /// (nullopt), for tests; returns the previous request.
