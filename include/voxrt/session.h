@@ -152,7 +152,7 @@ struct CpuInfo {
   std::string isa;               ///< scalar, avx2, avx512, avx512bf16, avx512fp16 or amx
   bool bf16_products = false;    ///< FpMath::bf16 takes effect (AVX512-BF16)
   bool fp16_arithmetic = false;  ///< fp16 models compute in fp16 (AVX512-FP16)
-  /// The fp16 arithmetic runs on software stand-ins, several times slower than fp32
+  /// The fp16 arithmetic runs on software stand-ins, about a tenth of fp32's speed
   /// (VOXRT_EMULATE_AVX512FP16=1 on a CPU with AVX512-BF16 but not AVX512-FP16): for checking
   /// what fp16 arithmetic does to a model's outputs, not for speed.
   bool fp16_emulated = false;
