@@ -156,6 +156,8 @@ struct CpuInfo {
   /// (VOXRT_EMULATE_AVX512FP16=1 on a CPU with AVX512-BF16 but not AVX512-FP16): for checking
   /// what fp16 arithmetic does to a model's outputs, not for speed.
   bool fp16_emulated = false;
+  /// VOXRT_EMULATE_AVX512FP16 asks for that emulation (whether or not this CPU can give it).
+  bool fp16_emulation_asked = false;
 };
 /// Read once per process; VOXRT_MAX_ISA is read at each call.
 CpuInfo cpu_info();

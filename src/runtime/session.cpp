@@ -372,6 +372,7 @@ CpuInfo cpu_info() {
   c.bf16_products = isa >= cpu::Isa::avx512bf16;
   c.fp16_arithmetic = isa >= cpu::Isa::avx512fp16;
   c.fp16_emulated = c.fp16_arithmetic && cpu::avx512fp16_emulated();
+  c.fp16_emulation_asked = cpu::avx512fp16_emulation_asked();
   return c;
 }
 

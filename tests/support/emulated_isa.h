@@ -6,9 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <string>
-
 #include "backends/cpu/cpu_features.h"
 #include "support/scoped_setting.h"
 
@@ -19,10 +16,9 @@ using EmulateAvx512Fp16 = ScopedSetting<std::optional<bool>, &cpu::set_emulate_a
 
 }  // namespace voxrt::test
 
-#define VOXRT_SKIP_UNLESS_EMULATION_RUNS()                                                  \
-  do {                                                                                      \
-    const char* asked = std::getenv("VOXRT_EMULATE_AVX512FP16");                            \
-    if (asked && *asked && std::string(asked) != "0" && !voxrt::cpu::avx512fp16_emulated()) \
-      GTEST_SKIP() << "AVX512-FP16 is not emulated on this CPU ("                           \
-                   << voxrt::cpu::isa_name(voxrt::cpu::cpu_features().detected) << ")";     \
+#define VOXRT_SKIP_UNLESS_EMULATION_RUNS()                                              \
+  do {                                                                                  \
+    if (voxrt::cpu::avx512fp16_emulation_asked() && !voxrt::cpu::avx512fp16_emulated()) \
+      GTEST_SKIP() << "AVX512-FP16 is not emulated on this CPU ("                       \
+                   << voxrt::cpu::isa_name(voxrt::cpu::cpu_features().detected) << ")"; \
   } while (0)

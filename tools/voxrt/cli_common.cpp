@@ -101,8 +101,7 @@ void apply_precision(const std::string& p, SessionOptions& opt) {
   if (bf16 && !cpu_info().bf16_products)
     std::fprintf(stderr, "note: precision %s: this CPU (%s) has no AVX512-BF16; running %s\n",
                  p.c_str(), cpu_info().isa.c_str(), storage.c_str());
-  const char* emulate = std::getenv("VOXRT_EMULATE_AVX512FP16");
-  if (emulate && *emulate && std::string(emulate) != "0" && !cpu_info().fp16_arithmetic)
+  if (cpu_info().fp16_emulation_asked && !cpu_info().fp16_arithmetic)
     std::fprintf(stderr,
                  "note: VOXRT_EMULATE_AVX512FP16 is set, but fp16 arithmetic is emulated only on "
                  "CPUs with AVX512-BF16 and without AVX512-FP16, under no lower VOXRT_MAX_ISA "

@@ -91,7 +91,9 @@ namespace {
 // -1: as VOXRT_EMULATE_AVX512FP16 says; 0, 1: asked against or for (set_emulate_avx512fp16).
 std::atomic<int> emulate_request{-1};
 
-bool emulation_asked() {
+}  // namespace
+
+bool avx512fp16_emulation_asked() {
   const int r = emulate_request.load(std::memory_order_relaxed);
   if (r >= 0) return r == 1;
   static const bool env = [] {
@@ -101,13 +103,11 @@ bool emulation_asked() {
   return env;
 }
 
-}  // namespace
-
 bool avx512fp16_emulated() {
   // The stand-ins are AVX-512F code, and at this level fp32 models with bf16 products take the
   // AVX512-BF16 rows: the emulation needs both.
   return cpu_features().detected == Isa::avx512bf16 && !cpu_features().avx512fp16 &&
-         emulation_asked();
+         avx512fp16_emulation_asked();
 }
 
 std::optional<bool> set_emulate_avx512fp16(std::optional<bool> on) {

@@ -38,6 +38,9 @@ const CpuFeatures& cpu_features();
 /// the fp16-arithmetic path, drivers and all, runs and can be tested or its error measured
 /// (`voxrt profile --compare`) where the instructions are missing.
 bool avx512fp16_emulated();
+/// Whether the emulation is asked for (VOXRT_EMULATE_AVX512FP16, or set_emulate_avx512fp16),
+/// whether or not this CPU can give it.
+bool avx512fp16_emulation_asked();
 /// Asks for the emulation (true), against it (false), or as VOXRT_EMULATE_AVX512FP16 says
 /// (nullopt), for tests; returns the previous request.
 std::optional<bool> set_emulate_avx512fp16(std::optional<bool> on);

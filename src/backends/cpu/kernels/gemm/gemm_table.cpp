@@ -105,9 +105,10 @@ constexpr GemmKernel kKernels[] = {
      f16_f32acc_gemm_4x16_scalar_f16b, f16_to_f32_split_panel_scalar},
 };
 
-// Rows at an emulated ISA are their stand-ins; elsewhere the hardware's rows.
-bool in_use(const GemmKernel& g) {
-  return g.isa != Isa::avx512fp16 || g.emulated == avx512fp16_emulated();
+// Rows at an emulated ISA are their stand-ins; elsewhere the hardware's rows (`emulated`:
+// avx512fp16_emulated(), asked once per lookup).
+bool in_use(const GemmKernel& g, bool emulated) {
+  return g.isa != Isa::avx512fp16 || g.emulated == emulated;
 }
 
 int64_t blocks(int64_t n, int64_t b) {
@@ -149,8 +150,10 @@ std::span<const GemmKernel> gemm_kernels() {
 const GemmKernel* find_gemm_kernel(Isa max, DType storage, int64_t m, bool allow_bf16) {
   const GemmKernel* best = nullptr;
   double best_use = 0;
+  const bool emulated = avx512fp16_emulated();
   for (const GemmKernel& g : kKernels) {
-    if (g.storage != storage || g.isa > max || (bf16_dot(g) && !allow_bf16) || !in_use(g)) continue;
+    if (g.storage != storage || g.isa > max || (bf16_dot(g) && !allow_bf16) || !in_use(g, emulated))
+      continue;
     if (best && g.isa != best->isa) break;
     // Three-row tiles reuse each B vector three times, half what six rows do: they pay only
     // where the output channels are that few (heads to 2 or 3 classes).
