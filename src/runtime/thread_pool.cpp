@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace voxrt {
 
@@ -34,7 +35,7 @@ bool spin_until(Done done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  claimed_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(std::max(threads, 1)));
+  spans_ = std::make_unique<Span[]>(static_cast<size_t>(std::max(threads, 1)));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -55,14 +56,65 @@ void ThreadPool::drain(const std::function<void(int64_t, int64_t)>& fn, int64_t 
   }
 }
 
-void ThreadPool::drain_ranges(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int own) {
-  const int t = size();
-  for (int k = 0; k < t; ++k) {
-    const int r = (own + k) % t;
-    if (claimed_[static_cast<size_t>(r)].exchange(true, std::memory_order_acq_rel)) continue;
-    const int64_t b = n * r / t, e = n * (r + 1) / t;
-    if (e > b) fn(b, e);
-    next_.fetch_add(1, std::memory_order_acq_rel);
+namespace {
+
+constexpr uint64_t pack_span(uint64_t front, uint64_t back) {
+  return front | back << 32;
+}
+constexpr int64_t span_front(uint64_t v) {
+  return static_cast<int64_t>(v & 0xffffffffu);
+}
+constexpr int64_t span_back(uint64_t v) {
+  return static_cast<int64_t>(v >> 32);
+}
+
+}  // namespace
+
+int64_t RangeCursor::next() {
+  if (pool_) return pool_->take(self_);
+  return next_ < end_ ? next_++ : -1;
+}
+
+int64_t ThreadPool::take(int self) {
+  std::atomic<uint64_t>& own = spans_[static_cast<size_t>(self)].v;
+  for (;;) {
+    uint64_t v = own.load(std::memory_order_acquire);
+    while (span_front(v) < span_back(v))
+      if (own.compare_exchange_weak(v, pack_span(span_front(v) + 1, span_back(v)),
+                                    std::memory_order_acq_rel))
+        return span_front(v);
+    if (!steal(self)) return -1;
+  }
+}
+
+bool ThreadPool::steal(int self) {
+  // Spans only shrink within a job (a front moves up, a back down), so a span's value seen
+  // again is the same span: a compare-exchange on it takes exactly the items seen.
+  for (;;) {
+    int victim = -1;
+    uint64_t seen = 0;
+    int64_t most = 0;
+    for (int r = 0; r < size(); ++r) {
+      if (r == self) continue;
+      const uint64_t v = spans_[static_cast<size_t>(r)].v.load(std::memory_order_acquire);
+      if (span_back(v) - span_front(v) > most) {
+        most = span_back(v) - span_front(v);
+        victim = r;
+        seen = v;
+      }
+    }
+    if (victim < 0) return false;
+    // The back half, the single item left included.
+    const int64_t mid = span_front(seen) + most / 2;
+    if (!spans_[static_cast<size_t>(victim)].v.compare_exchange_weak(
+            seen, pack_span(static_cast<uint64_t>(span_front(seen)), static_cast<uint64_t>(mid)),
+            std::memory_order_acq_rel))
+      continue;
+    // Our own span is empty, and no thread takes from an empty span: a plain store.
+    spans_[static_cast<size_t>(self)].v.store(
+        pack_span(static_cast<uint64_t>(mid), static_cast<uint64_t>(span_back(seen))),
+        std::memory_order_release);
+    return true;
   }
 }
 
@@ -70,8 +122,8 @@ void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* fn;
+    const std::function<void(RangeCursor&)>* range_fn;
     int64_t n, chunk;
-    bool ranges;
     spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(m_);
@@ -80,13 +132,16 @@ void ThreadPool::worker_loop(int index) {
       seen = generation_;
       ++active_;
       fn = fn_;
+      range_fn = range_fn_;
       n = n_;
       chunk = chunk_;
-      ranges = ranges_;
     }
     // The job's owner waits for active_ to drop to zero, so fn stays valid while we run it.
-    if (fn && ranges) {
-      drain_ranges(*fn, n, index);
+    if (range_fn) {
+      if (const int64_t us = worker_delay_us_.load(); us > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
+      RangeCursor cursor(this, index);
+      (*range_fn)(cursor);
     } else if (fn) {
       drain(*fn, n, chunk);
     }
@@ -98,35 +153,39 @@ void ThreadPool::worker_loop(int index) {
   }
 }
 
-void ThreadPool::run_job(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk,
-                         bool ranges) {
+void ThreadPool::run_job(const std::function<void(int64_t, int64_t)>* fn,
+                         const std::function<void(RangeCursor&)>* range_fn, int64_t n,
+                         int64_t chunk) {
   {
     std::lock_guard<std::mutex> lock(m_);
-    if (ranges)
-      for (int r = 0; r < size(); ++r) claimed_[static_cast<size_t>(r)].store(false);
-    fn_ = &fn;
+    if (range_fn)
+      for (int r = 0; r < size(); ++r)
+        spans_[static_cast<size_t>(r)].v.store(pack_span(
+            static_cast<uint64_t>(n * r / size()), static_cast<uint64_t>(n * (r + 1) / size())));
+    fn_ = fn;
+    range_fn_ = range_fn;
     n_ = n;
     chunk_ = chunk;
-    ranges_ = ranges;
     next_.store(0);
     ++generation_;
   }
   wake_.notify_all();
-  if (ranges)
-    drain_ranges(fn, n, 0);
-  else
-    drain(fn, n, chunk);
-  // Done when every chunk is claimed (next_ counts claims) or every range run (next_ counts
-  // ranges done) and no worker is inside: workers that woke late find no work left and leave.
-  auto done = [&] {
-    return (ranges ? next_.load() == size() : next_.load() >= n) && active_.load() == 0;
-  };
+  if (range_fn) {
+    RangeCursor cursor(this, 0);
+    (*range_fn)(cursor);
+  } else {
+    drain(*fn, n, chunk);
+  }
+  // Done when every chunk is claimed (next_ counts claims), or every item of a parallel_ranges
+  // job given out (the caller's cursor gave -1 only once every span was empty), and no worker
+  // is inside: workers that woke late find no work left and leave.
+  auto done = [&] { return (range_fn || next_.load() >= n) && active_.load() == 0; };
   spin_until(done);
   std::unique_lock<std::mutex> lock(m_);
   done_.wait(lock, done);
   fn_ = nullptr;
+  range_fn_ = nullptr;
   n_ = 0;
-  ranges_ = false;
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
@@ -139,17 +198,19 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     for (int64_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk));
     return;
   }
-  run_job(fn, n, chunk, false);
+  run_job(&fn, nullptr, n, chunk);
 }
 
-void ThreadPool::parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_ranges(int64_t n, const std::function<void(RangeCursor&)>& fn) {
   if (n <= 0) return;
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-  if (workers_.empty() || !busy.owns_lock()) {
-    fn(0, n);
+  // Spans hold 32-bit item indices.
+  if (workers_.empty() || !busy.owns_lock() || n > int64_t{0xffffffff}) {
+    RangeCursor all(n);
+    fn(all);
     return;
   }
-  run_job(fn, n, 1, true);
+  run_job(nullptr, &fn, n, 1);
 }
 
 }  // namespace voxrt

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,25 @@
 #include <vector>
 
 namespace voxrt {
+
+class ThreadPool;
+
+/// The items one thread runs in a ThreadPool::parallel_ranges job, in the order next() gives
+/// them: its own range front to back, then runs taken off the back of the others' ranges. Without
+/// a pool (the calling thread alone): every item of [0, n) in order.
+class RangeCursor {
+ public:
+  explicit RangeCursor(int64_t n) : end_(n) {}
+  /// The next item, or -1 when every item of the job has been given out.
+  int64_t next();
+
+ private:
+  friend class ThreadPool;
+  RangeCursor(ThreadPool* pool, int self) : pool_(pool), self_(self) {}
+  ThreadPool* pool_ = nullptr;
+  int self_ = 0;
+  int64_t next_ = 0, end_ = 0;  // without a pool
+};
 
 class ThreadPool {
  public:
@@ -31,30 +51,50 @@ class ThreadPool {
   /// Session runs), the work runs on the calling thread alone.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t max_chunk = 0);
-  /// Calls fn(begin, end) on each of size() ranges [t * n / size(), (t + 1) * n / size()) that
-  /// is not empty, thread t (0: the caller) taking the t-th range first, so successive calls
-  /// over the same rows keep each row on one core. A thread done with its own range takes any
-  /// range not yet begun, so a thread the system has not scheduled delays the job only if it
-  /// had begun its range.
-  void parallel_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+  /// Calls fn(cursor) once on each thread, the cursor giving out items [0, n): thread t (0: the
+  /// caller) first runs the t-th of size() ranges [t * n / size(), (t + 1) * n / size()) front to
+  /// back, so successive calls over the same rows keep each row on one core. A thread done with
+  /// its own takes the back half of what is left of the range with the most left, and runs it
+  /// front to back as its own (itself open to such taking): when one core runs slower than the
+  /// other (a shared host's neighbours), or the system has not scheduled a thread, the others
+  /// take over its work an item at a time, not only the ranges not yet begun.
+  void parallel_ranges(int64_t n, const std::function<void(RangeCursor&)>& fn);
+
+  /// Test seam: workers wait this long before they take their first item of each
+  /// parallel_ranges job, so the others take most of their ranges.
+  void delay_workers_for_tests(std::chrono::microseconds delay) {
+    worker_delay_us_ = delay.count();
+  }
 
  private:
   void worker_loop(int index);
   void drain(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk);
-  // Publishes a job to the workers, takes part in it, and returns when it is done.
-  void run_job(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int64_t chunk,
-               bool ranges);
-  // Runs range `own` of a parallel_ranges job if unclaimed, then every other unclaimed one.
-  void drain_ranges(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int own);
+  // Publishes a job (fn for parallel_for, range_fn for parallel_ranges) to the workers, takes
+  // part in it, and returns when it is done.
+  void run_job(const std::function<void(int64_t, int64_t)>* fn,
+               const std::function<void(RangeCursor&)>* range_fn, int64_t n, int64_t chunk);
+  friend class RangeCursor;
+  // The next item for thread `self` of a parallel_ranges job: from its own span, else from the
+  // back half of another's; -1 when every span is empty.
+  int64_t take(int self);
+  // Moves the back half of the fullest other span to thread self's; false if all are empty.
+  bool steal(int self);
 
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the parallel_for in flight
   std::mutex m_;
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  const std::function<void(RangeCursor&)>* range_fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
-  bool ranges_ = false;  // the job is parallel_ranges'
-  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per range of such a job: begun
+  // Per thread, in a parallel_ranges job: the items [front, back) it has yet to begin, front
+  // in the low 32 bits and back in the high; each on a line of its own, so a thread taking
+  // from its own span does not pull a line another thread writes.
+  struct alignas(64) Span {
+    std::atomic<uint64_t> v{0};
+  };
+  std::unique_ptr<Span[]> spans_;
+  std::atomic<int64_t> worker_delay_us_{0};
   std::atomic<int64_t> next_{0};
   std::atomic<int> active_{0};        // changed under m_; read by the spinning caller
   std::atomic<uint64_t> generation_{0};  // changed under m_; read by spinning workers

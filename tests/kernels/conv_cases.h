@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -435,11 +436,14 @@ class ConvLoweringTest : public ::testing::TestWithParam<Path> {
 using SlabBudget = test::ScopedSetting<int64_t, &ConvGemm::set_slab_budget>;
 
 // Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating a pool of
-// `threads` with none, or with `always_pool` on the pool every time.
+// `threads` with none, or with `always_pool` on the pool every time; the pool's workers start
+// each parallel_ranges job `worker_delay` late (ThreadPool::delay_workers_for_tests).
 template <class Make>
 inline void check_random_cases(int count, uint32_t seed, Path path, Make make, int threads = 2,
-                               bool always_pool = false) {
+                               bool always_pool = false,
+                               std::chrono::microseconds worker_delay = {}) {
   ThreadPool pool(threads);
+  pool.delay_workers_for_tests(worker_delay);
   std::mt19937 rng(seed);
   int done = 0;
   for (int attempt = 0; done < count && attempt < 1000; ++attempt) {

@@ -3,6 +3,7 @@
 // every ISA path this CPU allows.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -60,6 +61,52 @@ TEST_P(ConvRangesTest, ThreadRangesMatchReference) {
             return c;
           },
           threads, true);
+  }
+}
+
+// A thread done with its own range takes slabs off the end of another's (ThreadPool::
+// parallel_ranges): with the workers starting each job late (the pool's test seam), the caller
+// takes over part of their ranges and rings start and stop mid-range. The owned rings at budgets
+// of one output plane a slab (three threads too) and of a few, a layer wide enough for bands,
+// and the gather ConvTranspose's owned slabs.
+TEST_P(ConvRangesTest, RangesTakenOverMatchReference) {
+  using std::chrono::microseconds;
+  for (microseconds delay : {microseconds(100), microseconds(1500)}) {
+    for (int64_t budget : {int64_t{3} << 10, int64_t{24} << 10}) {
+      const SlabBudget scoped(budget);
+      for (int threads : {2, 3})
+        check_random_cases(
+            4, 41 + static_cast<uint32_t>(threads), GetParam(),
+            [](std::mt19937& rng, int attempt) {
+              ConvCase c = random_conv(rng, 3);
+              c.x[2] = std::uniform_int_distribution<int64_t>(20, 40)(rng);
+              if (attempt % 2 != 0) c.attrs["strides"].is[0] = 1;
+              if (attempt % 2 == 1) {
+                c.op = "FusedConv";
+                c.residual = true;
+                c.activation = "Relu";
+              }
+              return c;
+            },
+            threads, true, delay);
+    }
+    ThreadPool pool(2);
+    pool.delay_workers_for_tests(delay);
+    std::mt19937 rng(43);
+    {
+      const SlabBudget scoped(int64_t{24} << 10);
+      ConvCase wide;
+      wide.x = {1, 3, 22, 60, 58};
+      wide.w = {5, 3, 3, 3, 3};
+      wide.ints("pads", {1, 1, 1, 1, 1, 1});
+      for (DType t : {DType::f32, DType::f16}) check(wide, t, GetParam(), &pool, rng);
+    }
+    ConvCase up;  // owned gather slabs, six a range of 12 planes
+    up.op = "ConvTranspose";
+    up.x = {1, 16, 24, 64, 64};
+    up.w = {16, 2, 2, 2, 2};
+    up.ints("strides", {2, 2, 2});
+    check(up, DType::f32, GetParam(), &pool, rng);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -28,28 +29,30 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
   }
 }
 
-// parallel_ranges calls fn once on each non-empty range [t * n / size(), (t + 1) * n / size()):
-// with a trivial fn the caller often finishes its own range before a worker wakes and takes the
-// worker's too (a range not yet begun), which must neither skip nor repeat one.
+// parallel_ranges' cursors give out every item once, each thread's in runs that ascend: its own
+// range, then back halves taken from others. With a trivial fn the caller often finishes its own
+// range before a worker wakes and takes the worker's, which must neither skip nor repeat one.
 TEST(ThreadPool, RangesCoverEveryIndexOnce) {
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
-    for (int64_t n : {1, 2, 5, 64}) {
+    for (int64_t n : {1, 2, 5, 64, 1000}) {
       for (int rep = 0; rep < 200; ++rep) {
         std::mutex m;
-        std::vector<std::pair<int64_t, int64_t>> calls;
-        pool.parallel_ranges(n, [&](int64_t b, int64_t e) {
+        std::vector<std::vector<int64_t>> calls;
+        pool.parallel_ranges(n, [&](RangeCursor& items) {
+          std::vector<int64_t> got;
+          for (int64_t i; (i = items.next()) >= 0;) got.push_back(i);
           std::lock_guard<std::mutex> lock(m);
-          calls.emplace_back(b, e);
+          calls.push_back(got);
         });
+        ASSERT_LE(calls.size(), static_cast<size_t>(threads));
         std::vector<int> hits(static_cast<size_t>(n), 0);
-        for (auto [b, e] : calls) {
-          ASSERT_LT(b, e);
-          int t = 0;
-          while (t < threads && (t * n / threads != b || (t + 1) * n / threads != e)) ++t;
-          ASSERT_LT(t, threads) << "n " << n << ": [" << b << ", " << e << ") is no range";
-          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
-        }
+        for (const auto& got : calls)
+          for (int64_t i : got) {
+            ASSERT_GE(i, 0);
+            ASSERT_LT(i, n);
+            hits[static_cast<size_t>(i)]++;
+          }
         for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)], 1) << n << " " << i;
         if (rep % 2)
           pool.parallel_for(
@@ -59,9 +62,10 @@ TEST(ThreadPool, RangesCoverEveryIndexOnce) {
   }
 }
 
-// Where every thread comes for its range, range t runs on the same thread every call, range 0 on
-// the caller. Each range waits inside fn until all have begun, so no thread can finish its own
-// and take another's: each must run its own (a pool dealing ranges out in arrival order fails).
+// Where every thread comes for its first item, thread t gets the first of range t, the caller
+// range 0's, the same thread every call. Each waits inside fn after its first item until all
+// have begun, so none can take another's: each must begin its own (a pool dealing items out in
+// arrival order fails).
 TEST(ThreadPool, RangesStayOnTheirThreads) {
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
@@ -70,9 +74,10 @@ TEST(ThreadPool, RangesStayOnTheirThreads) {
       std::atomic<int> begun{0};
       std::atomic<bool> timed_out{false};
       std::vector<std::thread::id> ids(static_cast<size_t>(threads));
-      pool.parallel_ranges(threads, [&](int64_t b, int64_t e) {
-        ASSERT_EQ(e, b + 1);
-        ids[static_cast<size_t>(b)] = std::this_thread::get_id();
+      pool.parallel_ranges(threads, [&](RangeCursor& items) {
+        const int64_t first = items.next();
+        if (first < 0) return;
+        ids[static_cast<size_t>(first)] = std::this_thread::get_id();
         begun++;
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while (begun.load() < threads)
@@ -80,6 +85,7 @@ TEST(ThreadPool, RangesStayOnTheirThreads) {
             timed_out = true;
             return;
           }
+        EXPECT_EQ(items.next(), -1);
       });
       ASSERT_FALSE(timed_out) << "a range waited for one that never began";
       EXPECT_EQ(ids[0], std::this_thread::get_id());
@@ -93,6 +99,54 @@ TEST(ThreadPool, RangesStayOnTheirThreads) {
           9, [](int64_t, int64_t) {}, 1);
     }
   }
+}
+
+// A slow thread's range is taken over from its back: the caller runs its ten items slowly, and the
+// worker, done with its own range in no time, takes range 0's back half, in order, then halves of
+// what is left. Then a worker that starts late (the test seam) leaves the caller to run most of
+// its range.
+TEST(ThreadPool, RangesTakeOverASlowThreadsItems) {
+  ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<int64_t> worker_items;
+  std::atomic<bool> worker_began{false};
+  pool.parallel_ranges(20, [&](RangeCursor& items) {
+    const bool mine = std::this_thread::get_id() == caller;
+    if (!mine) worker_began = true;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (int64_t i; (i = items.next()) >= 0;) {
+      if (!mine) {
+        std::lock_guard<std::mutex> lock(m);
+        worker_items.push_back(i);
+        continue;
+      }
+      while (!worker_began.load() && std::chrono::steady_clock::now() < until) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  ASSERT_TRUE(worker_began.load()) << "the worker never came";
+  std::vector<int64_t> taken;
+  for (int64_t i : worker_items)
+    if (i < 10) taken.push_back(i);
+  ASSERT_FALSE(taken.empty()) << "the worker took nothing of the caller's slow range";
+  // Its first run is the back half of what the caller had left, in order.
+  size_t run = 1;
+  while (run < taken.size() && taken[run] == taken[run - 1] + 1) ++run;
+  EXPECT_EQ(taken[run - 1], 9) << "taken from the back";
+
+  pool.delay_workers_for_tests(std::chrono::milliseconds(50));
+  std::atomic<int64_t> by_caller{0};
+  std::vector<std::atomic<int>> hits(1000);
+  pool.parallel_ranges(1000, [&](RangeCursor& items) {
+    for (int64_t i; (i = items.next()) >= 0;) {
+      hits[static_cast<size_t>(i)]++;
+      if (std::this_thread::get_id() == caller) by_caller++;
+    }
+  });
+  for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_GT(by_caller.load(), 500) << "the caller took none of the late worker's range";
 }
 
 // Concurrent callers (Session runs from several threads), with both kinds of job, each get all
@@ -110,7 +164,9 @@ TEST(ThreadPool, ConcurrentCallersEachFinish) {
             for (int64_t i = b; i < e; ++i) sum += i;
           };
           if ((rep + c) % 2)
-            pool.parallel_ranges(100, add);
+            pool.parallel_ranges(100, [&](RangeCursor& items) {
+              for (int64_t i; (i = items.next()) >= 0;) add(i, i + 1);
+            });
           else
             pool.parallel_for(100, add);
           sums[static_cast<size_t>(c)] += sum.load();

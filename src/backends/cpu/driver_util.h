@@ -87,16 +87,18 @@ inline void split_items(ThreadPool* pool, int64_t n,
     fn(0, n);
 }
 
-/// fn(begin, end) over items [0, n) in size() contiguous ranges, thread t of the pool taking the
-/// t-th first (ThreadPool::parallel_ranges), or the calling thread all of them: for work whose
-/// items follow the rows of the activations, so that layer after layer each core reads the rows
-/// it wrote.
-inline void split_ranges(ThreadPool* pool, int64_t n,
-                         const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool && n > 1)
+/// fn(cursor) on each thread of the pool, the cursors giving out items [0, n) in size()
+/// contiguous ranges, thread t's the t-th first and then runs of the others' (ThreadPool::
+/// parallel_ranges), or on the calling thread alone, all of them in order: for work whose items
+/// follow the rows of the activations, so that layer after layer each core reads the rows it
+/// wrote, while a core slowed by the host hands the end of its range to the other.
+inline void split_ranges(ThreadPool* pool, int64_t n, const std::function<void(RangeCursor&)>& fn) {
+  if (pool && n > 1) {
     pool->parallel_ranges(n, fn);
-  else
-    fn(0, n);
+  } else if (n > 0) {
+    RangeCursor all(n);
+    fn(all);
+  }
 }
 
 /// Bands of rows an output plane is cut into where split_ranges takes items (output depth, band,

@@ -74,9 +74,9 @@ class PoolCpuOp : public CpuOp {
     // shallow output the rows, that the convolutions before and after it write and read on
     // that core (their own depth ranges and row bands), for every channel (row_bands).
     const int64_t bands = row_bands(ctx.pool, g3.out[0], g3.out[1]);
-    split_ranges(ctx.pool, g3.out[0] * bands * planes, [&](int64_t u0, int64_t u1) {
+    split_ranges(ctx.pool, g3.out[0] * bands * planes, [&](RangeCursor& items) {
       std::vector<const void*> rows;
-      for (int64_t u = u0; u < u1; ++u) {
+      for (int64_t u; (u = items.next()) >= 0;) {
         const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
         const int64_t r0 = g3.out[1] * band / bands, r1 = g3.out[1] * (band + 1) / bands;
         int64_t pd = padded_taps(g3, 0, od);

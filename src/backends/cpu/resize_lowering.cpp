@@ -177,19 +177,19 @@ class ResizeCpuOp : public CpuOp {
   // range t first on thread t (split_ranges), so each core writes the depths, or in a shallow
   // output (2D) the band of rows, that the convolution after it reads on that core (its own depth
   // ranges and row bands), for every channel, and reads the rows of the layer before it that core
-  // wrote. A range makes its scratch once (`state()`), then item(scratch, od, plane, r0, r1) for
+  // wrote. A thread makes its scratch once (`state()`), then item(scratch, od, plane, r0, r1) for
   // output rows [r0, r1) of each item; with `stream`, it fences its streamed stores after.
   template <class State, class Item>
   static void for_items(const RunContext& ctx, const int64_t* out3, int64_t planes, bool stream,
                         State&& state, Item&& item) {
     const int64_t bands = row_bands(ctx.pool, out3[0], out3[1]);
-    split_ranges(ctx.pool, out3[0] * bands * planes, [&](int64_t u0, int64_t u1) {
+    split_ranges(ctx.pool, out3[0] * bands * planes, [&](RangeCursor& items) {
       auto scratch = state();
-      for (int64_t u = u0; u < u1; ++u) {
+      for (int64_t u; (u = items.next()) >= 0;) {
         const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
         item(scratch, od, plane, out3[1] * band / bands, out3[1] * (band + 1) / bands);
       }
-      // Streamed stores are weakly ordered: visible before this thread reports its range done.
+      // Streamed stores are weakly ordered: visible before this thread reports its items done.
       if (stream) _mm_sfence();
     });
   }

@@ -623,12 +623,12 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     // rows find them in its core's cache: unet2d on two threads, `voxrt bench`, four
     // alternations, 4.25 / 4.28 / 4.20 / 4.23 ms with items dealt to whichever thread came for
     // them, 4.13 / 4.13 / 4.14 / 4.14 with ranges.
-    split_ranges(pool, n_batch * group_ * per_group, [&](int64_t begin, int64_t end) {
+    split_ranges(pool, n_batch * group_ * per_group, [&](RangeCursor& items) {
       BufferSlots::Lease buf(slots);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
-      for (int64_t item = begin; item < end; ++item) {
+      for (int64_t item; (item = items.next()) >= 0;) {
         const int64_t n = item / (group_ * per_group), grp = item / per_group % group_,
                       oz = item % per_group / n_bands, y0 = item % n_bands * band_rows;
         const Band band = band_at(y0);
@@ -649,92 +649,147 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     return true;
   }
 
-  // Output planes [z_begin, z_end) of batch item n, group grp, slab by slab through the ring at
-  // `padded`; `shared`: the pool splits each slab's fills and computes (a barrier after each),
-  // else the calling thread does them all.
-  auto run_ring = [&](int64_t n, int64_t grp, const Band& band, int64_t z_begin, int64_t z_end,
-                      uint8_t* padded, uint8_t* widened, bool shared) {
-    const int64_t n_strips = static_cast<int64_t>(band.strips->size());
-    auto run = [&](int64_t count, const std::function<void(int64_t, int64_t)>& fn) {
-      if (shared)
-        parallel(count, fn);
-      else
-        fn(0, count);
-    };
-    // Every slot has the same layout: a slot's first fill writes the padding's zeros, which the
-    // copies into it after leave in place.
-    std::vector<char> slot_padded(static_cast<size_t>(ring), 0);
-    int64_t held = z_begin * sz;  // padded planes [.., held) of this range are in the ring
-    for (int64_t z0 = z_begin; z0 < z_end; z0 += slab_out) {
-      const int64_t outs = std::min(slab_out, z_end - z0);
-      const int64_t from = std::max(held, z0 * sz), to = (z0 + outs - 1) * sz + reach;
-      const int64_t planes = to - from;
-      run(packs * planes, [&](int64_t begin, int64_t end) {
-        std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
-        for (int64_t i = begin; i < end; ++i) {
-          const int64_t pack = i / planes, p = from + i % planes, slot = p % ring;
-          fill_plane(n, grp, pack, p - win.pad[0], band,
-                     padded + (pack * chan + slot * plane) * static_cast<int64_t>(bb),
-                     scratch.data(), slot_padded[static_cast<size_t>(slot)] != 0);
-        }
-      });
-      for (int64_t p = from; p < to; ++p) slot_padded[static_cast<size_t>(p % ring)] = 1;
-      held = to;
-
-      // Blocks of output channels [w0, w1) at a time: all of them, or with fp16-kept panels
-      // as many as the widening budget holds, widened here.
-      for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
-        const int64_t w1 = std::min(mblocks, w0 + wblocks), blocks = w1 - w0;
-        const uint8_t* a_w0 = panels_at(grp, w0, w1, widened, shared);
-        // Work items: (output plane, strip, block of output channels).
-        const int64_t base = outs * n_strips;
-        int64_t mchunk = blocks;
-        if (shared && base < 4 * threads && !head)
-          mchunk = ceil_div(blocks, std::min(blocks, ceil_div(4 * threads, base)));
-        const int64_t msplit = ceil_div(blocks, mchunk);
-        run(base * msplit, [&](int64_t begin, int64_t end) {
-          std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
-          for (int64_t item = begin; item < end; ++item) {
-            const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
-                          oz = z0 + item / msplit / n_strips;
-            const int64_t mb0 = w0 + ms * mchunk, s0 = first_slot(oz);
-            const int64_t q = (*band.strips)[static_cast<size_t>(st)].q;
-            if (wraps(s0))
-              compute(n, grp, oz, band, st, padded + q * static_cast<int64_t>(bb),
-                      wrapped[static_cast<size_t>(s0)].data(), mb0, std::min(w1, mb0 + mchunk),
-                      a_w0 + (mb0 - w0) * block_bytes, tile_out.data(), tile_res.data());
-            else
-              compute(n, grp, oz, band, st, padded + (s0 * plane + q) * static_cast<int64_t>(bb),
-                      offsets.data(), mb0, std::min(w1, mb0 + mchunk),
-                      a_w0 + (mb0 - w0) * block_bytes, tile_out.data(), tile_res.data());
-          }
-        });
+  // What a ring's slots hold between slabs.
+  struct RingState {
+    int64_t key = -1;  // the (batch item, group, band) of the planes held
+    // Output planes [z_lo, z_hi) read only planes held; a slab from z_hi on copies only the
+    // planes after them.
+    int64_t z_lo = -1, z_hi = -1;
+    int64_t held = 0;  // padded planes [.., held) are in the ring
+    // Per slot: its first fill has written the padding's zeros (every slot of a band has the
+    // same layout), which the copies into it after leave in place.
+    std::vector<char> slot_padded;
+    bool holds(int64_t k, int64_t z) const { return key == k && z >= z_lo && z < z_hi; }
+  };
+  auto run = [&](bool shared, int64_t count, const std::function<void(int64_t, int64_t)>& fn) {
+    if (shared)
+      parallel(count, fn);
+    else
+      fn(0, count);
+  };
+  // Copies into the ring at `padded` the input planes that output planes [z0, z0 + outs) of
+  // batch item n, group grp, band `band` (`key` names the three) read and rs does not hold;
+  // `shared`: the pool splits the copies, else the calling thread makes them all.
+  auto fill_slab = [&](RingState& rs, int64_t n, int64_t grp, const Band& band, int64_t key,
+                       int64_t z0, int64_t outs, uint8_t* padded, bool shared) {
+    if (rs.key != key || rs.z_hi != z0) {
+      if (rs.key != key) rs.slot_padded.assign(static_cast<size_t>(ring), 0);
+      rs.key = key;
+      rs.held = z0 * sz;
+    }
+    rs.z_lo = z0;
+    rs.z_hi = z0 + outs;
+    const int64_t from = std::max(rs.held, z0 * sz), to = (z0 + outs - 1) * sz + reach;
+    const int64_t planes = to - from;
+    run(shared, packs * planes, [&](int64_t begin, int64_t end) {
+      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t pack = i / planes, p = from + i % planes, slot = p % ring;
+        fill_plane(n, grp, pack, p - win.pad[0], band,
+                   padded + (pack * chan + slot * plane) * static_cast<int64_t>(bb), scratch.data(),
+                   rs.slot_padded[static_cast<size_t>(slot)] != 0);
       }
+    });
+    for (int64_t p = from; p < to; ++p) rs.slot_padded[static_cast<size_t>(p % ring)] = 1;
+    rs.held = to;
+  };
+  // Output planes [z0, z0 + outs) of batch item n, group grp, band `band` from the ring at
+  // `padded` (filled for them), output-channel blocks [w0, w1) with the panels of block w0 at
+  // a_w0; `shared`: the pool splits the work, else the calling thread does it all.
+  auto compute_slab = [&](int64_t n, int64_t grp, const Band& band, int64_t z0, int64_t outs,
+                          int64_t w0, int64_t w1, const uint8_t* a_w0, const uint8_t* padded,
+                          bool shared) {
+    const int64_t n_strips = static_cast<int64_t>(band.strips->size()), blocks = w1 - w0;
+    // Work items: (output plane, strip, block of output channels).
+    const int64_t base = outs * n_strips;
+    int64_t mchunk = blocks;
+    if (shared && base < 4 * threads && !head)
+      mchunk = ceil_div(blocks, std::min(blocks, ceil_div(4 * threads, base)));
+    const int64_t msplit = ceil_div(blocks, mchunk);
+    run(shared, base * msplit, [&](int64_t begin, int64_t end) {
+      std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
+                      oz = z0 + item / msplit / n_strips;
+        const int64_t mb0 = w0 + ms * mchunk, s0 = first_slot(oz);
+        const int64_t q = (*band.strips)[static_cast<size_t>(st)].q;
+        if (wraps(s0))
+          compute(n, grp, oz, band, st, padded + q * static_cast<int64_t>(bb),
+                  wrapped[static_cast<size_t>(s0)].data(), mb0, std::min(w1, mb0 + mchunk),
+                  a_w0 + (mb0 - w0) * block_bytes, tile_out.data(), tile_res.data());
+        else
+          compute(n, grp, oz, band, st, padded + (s0 * plane + q) * static_cast<int64_t>(bb),
+                  offsets.data(), mb0, std::min(w1, mb0 + mchunk), a_w0 + (mb0 - w0) * block_bytes,
+                  tile_out.data(), tile_res.data());
+      }
+    });
+  };
+  // A slab: filled, then computed a few blocks of output channels at a time (all of them, or
+  // with fp16-kept panels as many as the widening budget holds, widened here).
+  auto run_slab = [&](RingState& rs, int64_t n, int64_t grp, const Band& band, int64_t key,
+                      int64_t z0, int64_t outs, uint8_t* padded, uint8_t* widened, bool shared) {
+    fill_slab(rs, n, grp, band, key, z0, outs, padded, shared);
+    for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
+      const int64_t w1 = std::min(mblocks, w0 + wblocks);
+      compute_slab(n, grp, band, z0, outs, w0, w1, panels_at(grp, w0, w1, widened, shared), padded,
+                   shared);
     }
   };
 
   if (owned) {
-    // Items (batch item, group, depth range), `threads` depth ranges per batch item and group;
-    // a thread takes a run of items (with one batch item and group, range t on thread t), each
-    // band by band.
-    const int64_t ranges = threads;
-    split_ranges(pool, n_batch * group_ * ranges, [&](int64_t begin, int64_t end) {
+    // Items (batch item, group, depth range r, band, unit of the range), `threads` depth ranges
+    // per batch item and group, each band by band and unit by unit (`per_band` units, the last
+    // of a shorter range empty): with one batch item and group thread t starts on range t, and
+    // a thread done early takes units off the end of another's (split_ranges), refilling its
+    // ring for the first it takes. A unit is one output plane, the ring filled a slab ahead,
+    // where every block of panels is at hand at once (widened once a thread); otherwise a slab,
+    // each block of panels widened once for all its planes. Slabs alone were too coarse to hand
+    // over: unet3d_monai's 48^3 layers hold a thread's range in one or two. With a competing
+    // process taking 200 us of every 800 on one vCPU, `voxrt bench --threads 2` of
+    // unet3d_monai, five alternations: whole ranges 18.1-19.0 ms, slab units no better, plane
+    // units 16.4-17.1 (one thread 22.5 on the quiet vCPU, 32.2 on the other).
+    const bool by_plane = wblocks == mblocks;
+    const int64_t unit = by_plane ? 1 : slab_out;
+    const int64_t ranges = threads, per_band = ceil_div(ceil_div(win.out[0], ranges), unit);
+    const int64_t per_range = n_bands * per_band;
+    split_ranges(pool, n_batch * group_ * ranges * per_range, [&](RangeCursor& items) {
       BufferSlots::Lease buf(slots);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t n = item / (group_ * ranges), grp = item / ranges % group_, r = item % ranges;
-        for (int64_t y0 = 0; y0 < oh; y0 += band_rows)
-          run_ring(n, grp, band_at(y0), win.out[0] * r / ranges, win.out[0] * (r + 1) / ranges,
-                   buf.data(), widened.data(), false);
+      RingState rs;
+      int64_t a_grp = -1;  // by plane: the group whose panels a_all points at
+      const uint8_t* a_all = nullptr;
+      for (int64_t item; (item = items.next()) >= 0;) {
+        const int64_t range = item / per_range, n = range / (group_ * ranges),
+                      grp = range / ranges % group_, r = range % ranges;
+        const int64_t band = item % per_range / per_band, z_end = win.out[0] * (r + 1) / ranges;
+        const int64_t z0 = win.out[0] * r / ranges + item % per_band * unit;
+        if (z0 >= z_end) continue;
+        const Band at = band_at(band * band_rows);
+        const int64_t key = (n * group_ + grp) * n_bands + band;
+        if (!by_plane) {
+          run_slab(rs, n, grp, at, key, z0, std::min(slab_out, z_end - z0), buf.data(),
+                   widened.data(), false);
+          continue;
+        }
+        if (!rs.holds(key, z0))
+          fill_slab(rs, n, grp, at, key, z0, std::min(slab_out, z_end - z0), buf.data(), false);
+        if (grp != a_grp) {
+          a_all = panels_at(grp, 0, mblocks, widened.data(), false);
+          a_grp = grp;
+        }
+        compute_slab(n, grp, at, z0, 1, 0, mblocks, a_all, buf.data(), false);
       }
     });
     return true;
   }
   PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
+  RingState rs;
   for (int64_t n = 0; n < n_batch; ++n)
     for (int64_t grp = 0; grp < group_; ++grp)
-      for (int64_t y0 = 0; y0 < oh; y0 += band_rows)
-        run_ring(n, grp, band_at(y0), 0, win.out[0], slots.data(0), widened.data(), true);
+      for (int64_t band = 0; band < n_bands; ++band)
+        for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out)
+          run_slab(rs, n, grp, band_at(band * band_rows), (n * group_ + grp) * n_bands + band, z0,
+                   std::min(slab_out, win.out[0] - z0), slots.data(0), widened.data(), true);
   return true;
 }
 

@@ -547,10 +547,10 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
   const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));
-  auto work = [&](int64_t begin, int64_t end) {
+  auto work = [&](RangeCursor& items) {
     // In place, a panel for the one short strip a tile may end in.
     PanelBuffer panel(packed_b_bytes(g_, cg_, in_place ? nr : tile_cols), ctx.scratch);
-    for (int64_t item = begin; item < end; ++item) {
+    for (int64_t item; (item = items.next()) >= 0;) {
       const int64_t tile = item % tiles, grp = (item / tiles) % group_, n = item / tiles / group_;
       const int64_t p0 = tile * tile_cols, cols = std::min(tile_cols, s - p0);
       const uint8_t* x0 = xb + ((n * c_in + grp * cg_) * s + p0) * static_cast<int64_t>(es);

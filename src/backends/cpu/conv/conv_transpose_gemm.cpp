@@ -460,6 +460,8 @@ namespace {
 // scatter form; 2 MiB leaves it unchanged at the same speed; 1 MiB was slower on two threads
 // (a barrier per slab).
 constexpr int64_t kGatherSlabBudget = 2 << 20;
+// The fewest slabs a thread's own range of the gather form is cut into.
+constexpr int64_t kOwnedSlabs = 6;
 
 // Taps of class `cls` (kt = cls, cls + s, ... below k) along an axis.
 int64_t class_taps(int64_t k, int64_t s, int64_t cls) {
@@ -582,16 +584,19 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   // Blocks of output plane indices j (all depth phases); a block reads input planes
   // [j0 + lo, j1 - 1 + hi].
   const int64_t reach = hi[0] - lo[0];
-  const int64_t budget = kGatherSlabBudget * static_cast<int64_t>(member) / 4;
-  const int64_t zb = std::clamp<int64_t>(
-      budget / std::max<int64_t>(1, packs * plane * static_cast<int64_t>(bb)) - reach, 1, most[0]);
-  const int64_t slab_planes = zb + reach, chan = slab_planes * plane;
   // With two threads or more and planes enough, each thread takes its own range of output
   // planes through a slab of its own (ConvGemm::run_direct's owned rings): the planes a core
   // copies are the ones it reads, with no barrier between slabs. Otherwise the threads share
   // one slab, filling and computing it between barriers.
   const int64_t threads = pool ? pool->size() : 1;
   const bool owned = threads > 1 && most[0] >= kMinOwnedPlanes * threads;
+  const int64_t budget = kGatherSlabBudget * static_cast<int64_t>(member) / 4;
+  int64_t zb = std::clamp<int64_t>(
+      budget / std::max<int64_t>(1, packs * plane * static_cast<int64_t>(bb)) - reach, 1, most[0]);
+  // Owned ranges in kOwnedSlabs slabs at least, so that a thread done early has slabs of a slower
+  // one's to take (split_ranges); each slab copies `reach` planes its neighbour copies too.
+  if (owned) zb = std::min(zb, ceil_div(ceil_div(most[0], threads), kOwnedSlabs));
+  const int64_t slab_planes = zb + reach, chan = slab_planes * plane;
   // A strip reads NR lanes from its first column: past the last plane, zeros.
   const size_t slab_elems = static_cast<size_t>(packs * chan + nr + hi[2] - lo[2]);
   const int64_t buffers = owned ? threads : 1;
@@ -743,14 +748,19 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   };
 
   if (owned) {
-    // Items (batch item, range of output plane indices), `threads` ranges per batch item.
-    split_ranges(pool, n_batch * threads, [&](int64_t begin, int64_t end) {
+    // Items (batch item, range r of output plane indices, slab of the range), `threads` ranges
+    // per batch item, each cut into `per_range` slabs of zb plane indices (the last of a shorter
+    // range empty): with one batch item thread t starts on range t, and a thread done early
+    // takes slabs off the end of another's (split_ranges). Each slab is filled whole.
+    const int64_t per_range = ceil_div(ceil_div(most[0], threads), zb);
+    split_ranges(pool, n_batch * threads * per_range, [&](RangeCursor& items) {
       BufferSlots::Lease slab(slabs);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t n = item / threads, r = item % threads;
-        run_slabs(n, most[0] * r / threads, most[0] * (r + 1) / threads, slab.data(),
-                  widened.data(), false);
+      for (int64_t item; (item = items.next()) >= 0;) {
+        const int64_t n = item / (threads * per_range), r = item / per_range % threads;
+        const int64_t j0 = most[0] * r / threads + item % per_range * zb,
+                      j1 = std::min(most[0] * (r + 1) / threads, j0 + zb);
+        if (j0 < j1) run_slabs(n, j0, j1, slab.data(), widened.data(), false);
       }
     });
     return;
