@@ -12,6 +12,9 @@ packages=(
 if [ "${VOXRT_FIXTURE_TOOLS:-0}" = 1 ]; then
   packages+=(python3-torch libopenblas0-pthread)
 fi
+if [ "${VOXRT_ANALYSIS_TOOLS:-0}" = 1 ]; then
+  packages+=(llvm-19)  # llvm-mca with a Sapphire Rapids model: bench/predict_microkernels
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
