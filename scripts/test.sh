@@ -3,7 +3,8 @@
 # again under AddressSanitizer and UndefinedBehaviorSanitizer in a Debug build (the model
 # fixtures there too: they are the real graphs every fused path runs on, about 40 s), less the
 # model and pattern tests' reruns with AVX512-FP16 emulated (label `emulated`: about three
-# minutes more in Debug; the conv lowering tests run that path under the sanitizers).
+# minutes more in Debug; the conv lowering tests run that path under the sanitizers). The Release
+# build's ctest includes the thread pool's tests under ThreadSanitizer (`tsan.*`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
