@@ -104,7 +104,7 @@ bool ThreadPool::steal(int self) {
       }
     }
     if (victim < 0) return false;
-    // The back half, the single item left included.
+    // The back half, rounded up (a single item left included).
     const int64_t mid = span_front(seen) + most / 2;
     if (!spans_[static_cast<size_t>(victim)].v.compare_exchange_weak(
             seen, pack_span(static_cast<uint64_t>(span_front(seen)), static_cast<uint64_t>(mid)),

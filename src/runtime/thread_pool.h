@@ -51,13 +51,15 @@ class ThreadPool {
   /// Session runs), the work runs on the calling thread alone.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t max_chunk = 0);
-  /// Calls fn(cursor) once on each thread, the cursor giving out items [0, n): thread t (0: the
-  /// caller) first runs the t-th of size() ranges [t * n / size(), (t + 1) * n / size()) front to
-  /// back, so successive calls over the same rows keep each row on one core. A thread done with
-  /// its own takes the back half of what is left of the range with the most left, and runs it
-  /// front to back as its own (itself open to such taking): when one core runs slower than the
-  /// other (a shared host's neighbours), or the system has not scheduled a thread, the others
-  /// take over its work an item at a time, not only the ranges not yet begun.
+  /// Calls fn(cursor) on the calling thread and on each worker that joins the job, the cursors
+  /// giving out items [0, n) once each: thread t (0: the caller) first runs the t-th of size()
+  /// ranges [t * n / size(), (t + 1) * n / size()) front to back, so successive calls over the
+  /// same rows keep each row on one core. A thread done with its own takes the back half (rounded
+  /// up: a last item too) of what is left of the range with the most left, and runs it front to
+  /// back as its own, itself open to such taking: when one core runs slower than the other (a
+  /// shared host's neighbours) or the system has not scheduled a thread, the others take over its
+  /// work, not only the ranges not yet begun. If another job holds the pool, or n does not fit
+  /// 32 bits, fn runs on the calling thread alone over every item in order.
   void parallel_ranges(int64_t n, const std::function<void(RangeCursor&)>& fn);
 
   /// Test seam: workers wait this long before they take their first item of each
