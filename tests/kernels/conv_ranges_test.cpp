@@ -38,6 +38,20 @@ TEST_P(ConvRangesTest, SlabRingsMatchReference) {
   }
 }
 
+// A random 3D convolution 16 to 40 input planes deep, mostly of depth stride 1 (planes enough for
+// three threads' ranges), every other one fused with LeakyRelu and at times a residual.
+ConvCase deep_random_conv(std::mt19937& rng, int attempt) {
+  ConvCase c = random_conv(rng, 3);
+  c.x[2] = std::uniform_int_distribution<int64_t>(16, 40)(rng);
+  if (attempt % 3 != 0) c.attrs["strides"].is[0] = 1;
+  if (attempt % 2 == 1) {
+    c.op = "FusedConv";
+    c.residual = attempt % 4 == 1;
+    c.activation = "LeakyRelu";
+  }
+  return c;
+}
+
 // With planes enough, each thread takes its own range of output planes through a ring of its
 // own (conv_direct.cpp, `owned`): inputs 16 to 40 planes deep on two and three threads, with
 // budgets from the default (slabs of many planes) down to a few KiB (rings of the kernel's
@@ -49,18 +63,7 @@ TEST_P(ConvRangesTest, ThreadRangesMatchReference) {
     for (int threads : {2, 3})
       check_random_cases(
           10, 37 + static_cast<uint32_t>(threads), GetParam(),
-          [](std::mt19937& rng, int attempt) {
-            ConvCase c = random_conv(rng, 3);
-            c.x[2] = std::uniform_int_distribution<int64_t>(16, 40)(rng);
-            if (attempt % 3 != 0) c.attrs["strides"].is[0] = 1;  // depth enough for 3 ranges
-            if (attempt % 2 == 1) {
-              c.op = "FusedConv";
-              c.residual = attempt % 4 == 1;
-              c.activation = "LeakyRelu";
-            }
-            return c;
-          },
-          threads, true);
+          deep_random_conv, threads, true);
   }
 }
 
@@ -77,18 +80,7 @@ TEST_P(ConvRangesTest, RangesTakenOverMatchReference) {
       for (int threads : {2, 3})
         check_random_cases(
             4, 41 + static_cast<uint32_t>(threads), GetParam(),
-            [](std::mt19937& rng, int attempt) {
-              ConvCase c = random_conv(rng, 3);
-              c.x[2] = std::uniform_int_distribution<int64_t>(20, 40)(rng);
-              if (attempt % 2 != 0) c.attrs["strides"].is[0] = 1;
-              if (attempt % 2 == 1) {
-                c.op = "FusedConv";
-                c.residual = true;
-                c.activation = "Relu";
-              }
-              return c;
-            },
-            threads, true, delay);
+            deep_random_conv, threads, true, delay);
     }
     ThreadPool pool(2);
     pool.delay_workers_for_tests(delay);
