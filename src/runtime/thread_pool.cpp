@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 namespace voxrt {
 
@@ -71,8 +72,16 @@ constexpr int64_t span_back(uint64_t v) {
 }  // namespace
 
 int64_t RangeCursor::next() {
-  if (pool_) return pool_->take(self_);
-  return next_ < end_ ? next_++ : -1;
+  if (!pool_) return next_ < end_ ? next_++ : -1;
+  if (first_ >= 0) return std::exchange(first_, -1);
+  return pool_->take(self_);
+}
+
+void ThreadPool::run_cursor(const std::function<void(RangeCursor&)>& fn, int self) {
+  const int64_t first = take(self);
+  if (first < 0) return;
+  RangeCursor cursor(this, self, first);
+  fn(cursor);
 }
 
 int64_t ThreadPool::take(int self) {
@@ -140,8 +149,7 @@ void ThreadPool::worker_loop(int index) {
     if (range_fn) {
       if (const int64_t us = worker_delay_us_.load(); us > 0)
         std::this_thread::sleep_for(std::chrono::microseconds(us));
-      RangeCursor cursor(this, index);
-      (*range_fn)(cursor);
+      run_cursor(*range_fn, index);
     } else if (fn) {
       drain(*fn, n, chunk);
     }
@@ -171,13 +179,12 @@ void ThreadPool::run_job(const std::function<void(int64_t, int64_t)>* fn,
   }
   wake_.notify_all();
   if (range_fn) {
-    RangeCursor cursor(this, 0);
-    (*range_fn)(cursor);
+    run_cursor(*range_fn, 0);
   } else {
     drain(*fn, n, chunk);
   }
   // Done when every chunk is claimed (next_ counts claims), or every item of a parallel_ranges
-  // job given out (the caller's cursor gave -1 only once every span was empty), and no worker
+  // job given out (the caller's take gave -1 only once every span was empty), and no worker
   // is inside: workers that woke late find no work left and leave.
   auto done = [&] { return (range_fn || next_.load() >= n) && active_.load() == 0; };
   spin_until(done);

@@ -30,9 +30,11 @@ class RangeCursor {
 
  private:
   friend class ThreadPool;
-  RangeCursor(ThreadPool* pool, int self) : pool_(pool), self_(self) {}
+  RangeCursor(ThreadPool* pool, int self, int64_t first)
+      : pool_(pool), self_(self), first_(first) {}
   ThreadPool* pool_ = nullptr;
   int self_ = 0;
+  int64_t first_ = -1;          // with a pool: the item taken before fn was called, not yet given
   int64_t next_ = 0, end_ = 0;  // without a pool
 };
 
@@ -51,15 +53,17 @@ class ThreadPool {
   /// Session runs), the work runs on the calling thread alone.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t max_chunk = 0);
-  /// Calls fn(cursor) on the calling thread and on each worker that joins the job, the cursors
-  /// giving out items [0, n) once each: thread t (0: the caller) first runs the t-th of size()
-  /// ranges [t * n / size(), (t + 1) * n / size()) front to back, so successive calls over the
-  /// same rows keep each row on one core. A thread done with its own takes the back half (rounded
-  /// up: a last item too) of what is left of the range with the most left, and runs it front to
-  /// back as its own, itself open to such taking: when one core runs slower than the other (a
-  /// shared host's neighbours) or the system has not scheduled a thread, the others take over its
-  /// work, not only the ranges not yet begun. If another job holds the pool, or n does not fit
-  /// 32 bits, fn runs on the calling thread alone over every item in order.
+  /// Calls fn(cursor) on each thread that gets an item (the calling thread and the workers that
+  /// join the job; so per-thread resources, such as one of min(threads, n) buffers, are taken
+  /// only where there is work), the cursors giving out items [0, n) once each: thread t (0: the
+  /// caller) first runs the t-th of size() ranges [t * n / size(), (t + 1) * n / size()) front to
+  /// back, so successive calls over the same rows keep each row on one core. A thread done with its
+  /// own takes the back half (rounded up: a last item too) of what is left of the range with the
+  /// most left, and runs it front to back as its own, itself open to such taking: when one core
+  /// runs slower than the other (a shared host's neighbours) or the system has not scheduled a
+  /// thread, the others take over its work, not only the ranges not yet begun. If another job holds
+  /// the pool, or n does not fit 32 bits, fn runs on the calling thread alone over every item in
+  /// order.
   void parallel_ranges(int64_t n, const std::function<void(RangeCursor&)>& fn);
 
   /// Test seam: workers wait this long before they take their first item of each
@@ -79,6 +83,8 @@ class ThreadPool {
   // The next item for thread `self` of a parallel_ranges job: from its own span, else from the
   // back half of another's; -1 when every span is empty.
   int64_t take(int self);
+  // Runs fn on thread `self` if it gets an item.
+  void run_cursor(const std::function<void(RangeCursor&)>& fn, int self);
   // Moves the back half of the fullest other span to thread self's; false if all are empty.
   bool steal(int self);
 

@@ -102,6 +102,24 @@ TEST_P(ConvRangesTest, RangesTakenOverMatchReference) {
   }
 }
 
+// Fewer items than threads: a 2D layer of one output row at batch 2 (two items, two
+// per-thread buffers) on three threads, whose third thread finds nothing to take and must not
+// take a buffer either; the workers late or not.
+TEST_P(ConvRangesTest, FewerItemsThanThreadsMatchReference) {
+  std::mt19937 rng(47);
+  ConvCase c;
+  c.x = {2, 32, 1, 96};  // items long enough for the three threads to meet in them
+  c.w = {32, 32, 3, 3};
+  c.ints("pads", {1, 1, 1, 1});
+  for (std::chrono::microseconds delay :
+       {std::chrono::microseconds(0), std::chrono::microseconds(300)}) {
+    ThreadPool three(3);
+    three.delay_workers_for_tests(delay);
+    for (int rep = 0; rep < 20; ++rep)
+      for (DType t : {DType::f32, DType::f16}) check(c, t, GetParam(), &three, rng);
+  }
+}
+
 // 3D layers whose planes are wide against the per-thread slab budget (their reach of planes past
 // four budgets) run band by band, each band's planes through the ring: shared by the threads,
 // or at 24 and 32 KiB one per thread. Even and uneven bands, strides, dilation, groups, a batch
