@@ -97,8 +97,8 @@ int64_t ThreadPool::take(int self) {
 }
 
 bool ThreadPool::steal(int self) {
-  // Spans only shrink within a job (a front moves up, a back down), so a span's value seen
-  // again is the same span: a compare-exchange on it takes exactly the items seen.
+  // A span holds items not yet given out, and each item is given out once, so a non-empty
+  // span's value seen again holds the same items: a compare-exchange on it takes exactly those.
   for (;;) {
     int victim = -1;
     uint64_t seen = 0;
