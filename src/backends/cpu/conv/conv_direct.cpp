@@ -695,10 +695,11 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
   // Output planes [z0, z0 + outs) of batch item n, group grp, band `band` from the ring at
   // `padded` (filled for them), output-channel blocks [w0, w1) with the panels of block w0 at
-  // a_w0; `shared`: the pool splits the work, else the calling thread does it all.
+  // a_w0; `shared`: the pool splits the work, else the calling thread does it all, through its
+  // `tiles` (two of tile_bytes) where given.
   auto compute_slab = [&](int64_t n, int64_t grp, const Band& band, int64_t z0, int64_t outs,
                           int64_t w0, int64_t w1, const uint8_t* a_w0, const uint8_t* padded,
-                          bool shared) {
+                          bool shared, uint8_t* tiles = nullptr) {
     const int64_t n_strips = static_cast<int64_t>(band.strips->size()), blocks = w1 - w0;
     // Work items: (output plane, strip, block of output channels).
     const int64_t base = outs * n_strips;
@@ -707,7 +708,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       mchunk = ceil_div(blocks, std::min(blocks, ceil_div(4 * threads, base)));
     const int64_t msplit = ceil_div(blocks, mchunk);
     run(shared, base * msplit, [&](int64_t begin, int64_t end) {
-      std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
+      std::vector<uint8_t> own(tiles ? 0 : 2 * tile_bytes);
+      uint8_t* const tile_out = tiles ? tiles : own.data();
+      uint8_t* const tile_res = tile_out + tile_bytes;
       for (int64_t item = begin; item < end; ++item) {
         const int64_t ms = item % msplit, st = (item / msplit) % n_strips,
                       oz = z0 + item / msplit / n_strips;
@@ -716,11 +719,11 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         if (wraps(s0))
           compute(n, grp, oz, band, st, padded + q * static_cast<int64_t>(bb),
                   wrapped[static_cast<size_t>(s0)].data(), mb0, std::min(w1, mb0 + mchunk),
-                  a_w0 + (mb0 - w0) * block_bytes, tile_out.data(), tile_res.data());
+                  a_w0 + (mb0 - w0) * block_bytes, tile_out, tile_res);
         else
           compute(n, grp, oz, band, st, padded + (s0 * plane + q) * static_cast<int64_t>(bb),
                   offsets.data(), mb0, std::min(w1, mb0 + mchunk), a_w0 + (mb0 - w0) * block_bytes,
-                  tile_out.data(), tile_res.data());
+                  tile_out, tile_res);
       }
     });
   };
@@ -758,6 +761,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       RingState rs;
       int64_t a_grp = -1;  // by plane: the group whose panels a_all points at
       const uint8_t* a_all = nullptr;
+      std::vector<uint8_t> tiles(by_plane ? 2 * tile_bytes : 0);  // by plane: every plane's
       for (int64_t item; (item = items.next()) >= 0;) {
         const int64_t range = item / per_range, n = range / (group_ * ranges),
                       grp = range / ranges % group_, r = range % ranges;
@@ -777,7 +781,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
           a_all = panels_at(grp, 0, mblocks, widened.data(), false);
           a_grp = grp;
         }
-        compute_slab(n, grp, at, z0, 1, 0, mblocks, a_all, buf.data(), false);
+        compute_slab(n, grp, at, z0, 1, 0, mblocks, a_all, buf.data(), false, tiles.data());
       }
     });
     return true;
