@@ -93,7 +93,7 @@ TEST_P(ConvRangesTest, RangesTakenOverMatchReference) {
       wide.ints("pads", {1, 1, 1, 1, 1, 1});
       for (DType t : {DType::f32, DType::f16}) check(wide, t, GetParam(), &pool, rng);
     }
-    ConvCase up;  // owned gather slabs, six a range of 12 planes
+    ConvCase up;  // owned gather slabs, three a range of 12 planes
     up.op = "ConvTranspose";
     up.x = {1, 16, 24, 64, 64};
     up.w = {16, 2, 2, 2, 2};

@@ -460,8 +460,10 @@ namespace {
 // scatter form; 2 MiB leaves it unchanged at the same speed; 1 MiB was slower on two threads
 // (a barrier per slab).
 constexpr int64_t kGatherSlabBudget = 2 << 20;
-// The fewest slabs a thread's own range of the gather form is cut into.
-constexpr int64_t kOwnedSlabs = 6;
+// The fewest slabs a thread's own range of the gather form is cut into. unet3d_monai on two
+// threads, `voxrt bench`, eight alternations quiet and five with a competitor on one vCPU (means,
+// ms): whole ranges 13.71 / 18.56, six slabs 13.64 / 17.52, three 13.48 / 17.32.
+constexpr int64_t kOwnedSlabs = 3;
 
 // Taps of class `cls` (kt = cls, cls + s, ... below k) along an axis.
 int64_t class_taps(int64_t k, int64_t s, int64_t cls) {
