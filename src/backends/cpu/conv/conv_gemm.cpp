@@ -18,10 +18,6 @@ constexpr int64_t kMaxStripsPerTile = 16;
 // A 1x1 convolution does few operations per input element: long tiles keep its reads streaming.
 constexpr int64_t kPointwisePanelBudget = 768 << 10;
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 // Tile columns [q, q + len) lie in one output row (oz, oy) starting at ox, and in one NR strip.
 struct ColumnRun {
   int64_t q, len, oz, oy, ox;

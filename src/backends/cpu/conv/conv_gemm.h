@@ -106,6 +106,11 @@ class PanelBuffer {
   size_t bytes_ = 0;
 };
 
+/// a / b rounded up, for a >= 0 and b > 0.
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
 /// Zeroes bytes [p, q) of a padded plane that ends at `end`, which copies fill around next. Runs of
 /// 16 bytes or less (pads of one or two elements) are one 16-byte store, which may run on into
 /// the data the copies write next but never past the plane (another thread's): with pads of one

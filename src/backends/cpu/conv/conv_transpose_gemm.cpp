@@ -14,9 +14,6 @@ constexpr int64_t kMaxStripsPerTile = 16;
 // fp32 sums an overlapping work item keeps: a block of output planes that stays in L2.
 constexpr int64_t kAccBudget = 1 << 20;
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 // Rounding toward minus infinity and plus infinity, for any sign of a (b > 0).
 int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
