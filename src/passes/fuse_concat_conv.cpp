@@ -5,19 +5,24 @@
 
 namespace voxrt {
 
-// Concat along channels whose one consumer is a Conv's X becomes the parts of a voxrt.FusedConv's
-// X (attribute x_parts, parts after the residual slot): the convolution's drivers copy or pack
-// their input anyway and read each channel from its part, so the concatenated tensor is never
-// written, at any batch size (runtime/arena makes producers write into a batch-1 Concat's
-// slices; this serves the Concats of UNet decoders at every batch).
+// Concat along channels whose one consumer is a Conv's (ConvTranspose's) X becomes the parts of a
+// voxrt.FusedConv's (FusedConvTranspose's) X (attribute x_parts, parts after the residual slot,
+// which a FusedConvTranspose leaves empty): the convolutions' drivers copy or pack their input
+// anyway and read each channel from its part, so the concatenated tensor is never written, at any
+// batch size (runtime/arena makes producers write into a batch-1 Concat's slices; this serves the
+// Concats of UNet decoders at every batch: a Conv after them in most UNets, MONAI's
+// up-convolutions in its UNet).
 void fuse_concat_into_conv(ir::Graph& g) {
   const auto consumers = g.consumers();
   const auto producers = g.producers();
   std::vector<char> drop(g.nodes.size(), 0);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     ir::Node& conv = g.nodes[k];
-    const bool plain = conv.op_type == "Conv" && conv.domain.empty();
-    const bool fused = conv.op_type == "FusedConv" && conv.domain == kInternalDomain;
+    const bool transposed = conv.op_type == "ConvTranspose" || conv.op_type == "FusedConvTranspose";
+    const bool plain =
+        (conv.op_type == "Conv" || conv.op_type == "ConvTranspose") && conv.domain.empty();
+    const bool fused = (conv.op_type == "FusedConv" || conv.op_type == "FusedConvTranspose") &&
+                       conv.domain == kInternalDomain;
     if ((!plain && !fused) || conv.inputs.empty() || conv.attrs.get_int("x_parts", 1) != 1 ||
         !conv.has_input(1))
       continue;
@@ -44,7 +49,7 @@ void fuse_concat_into_conv(ir::Graph& g) {
     std::vector<int> parts = cat.inputs;
     if (plain) {
       conv.domain = kInternalDomain;
-      conv.op_type = "FusedConv";
+      conv.op_type = transposed ? "FusedConvTranspose" : "FusedConv";
       conv.attrs.set_string("activation", "");
     }
     conv.inputs.resize(std::max<size_t>(conv.inputs.size(), 4), -1);

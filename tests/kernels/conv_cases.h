@@ -34,7 +34,7 @@ struct ConvCase : test::AttrSetters<ConvCase> {
   bool bias = true;
   bool residual = false;         // FusedConv only
   std::string activation;        // Fused* only: "", Relu, LeakyRelu
-  std::vector<int64_t> x_parts;  // FusedConv only: channels of each part of X (empty: one part)
+  std::vector<int64_t> x_parts;  // Fused* only: channels of each part of X (empty: one part)
   int64_t head = 0;              // FusedConv only: a 1x1 head of this many channels (0: none)
   bool head_bias = true;
   bool head_softmax = false;

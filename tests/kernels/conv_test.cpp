@@ -198,6 +198,12 @@ TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
       c.op = "FusedConvTranspose";
       c.activation = attempt % 8 == 1 ? "Relu" : "LeakyRelu";
     }
+    // X in parts (a fused Concat: MONAI's up-convolutions), cut at odd places.
+    if (attempt % 3 == 2 && c.x[1] >= 2) {
+      c.op = "FusedConvTranspose";
+      int64_t first = std::uniform_int_distribution<int64_t>(1, c.x[1] - 1)(rng);
+      c.x_parts = {first, c.x[1] - first};
+    }
     return c;
   });
 }
@@ -207,7 +213,8 @@ TEST_P(ConvLoweringTest, RandomConvTransposeAttributesMatchReference) {
 // up-convolution made grouped, and an odd stride with dilation (blocks at both ends of the depth
 // drop taps). The gather form pads slabs of input planes within its budget: MONAI's up-conv on
 // planes large enough for several slabs (with bf16 pairs), a 2D one, and MONAI's up-conv deep
-// enough for each of two threads to take its own range of planes through its own slab.
+// enough for each of two threads to take its own range of planes through its own slab (its X in
+// two parts, a fused Concat).
 TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
   ThreadPool pool(2);
   std::mt19937 rng(17);
@@ -237,6 +244,8 @@ TEST_P(ConvLoweringTest, ConvTransposeBlocksMatchReference) {
   v[4].w = {5, 4, 3, 3, 3};
   v[4].ints("strides", {2, 2, 2}).ints("pads", {1, 1, 1, 1, 1, 1});
   v[4].ints("output_padding", {1, 0, 1});
+  v[4].x_parts = {2, 3};  // a fused Concat, read in place on each thread's own range
+  v[0].x_parts = {2, 4};  // the scatter form reads a joined copy
   int k = 0;
   for (const ConvCase& c : v) {
     ++k;

@@ -146,7 +146,9 @@ TEST(FoldSoftmaxTransposes, KeepsNonInversePairs) {
 }
 
 // a -> Relu, b -> Concat(axis) -> Conv -> Relu; a second consumer of the Concat when `shared`.
-ir::Graph concat_conv_graph(int64_t axis, bool shared) {
+// With `transpose`, the Conv is MONAI's up-convolution (ConvTranspose 3x3, stride 2, padding 1,
+// output_padding 1).
+ir::Graph concat_conv_graph(int64_t axis, bool shared, bool transpose = false) {
   ModelBuilder b(17);
   b.input("a", onnx::TensorProto::FLOAT, {std::string("N"), 3, 6, 7});
   b.input("b", onnx::TensorProto::FLOAT, {std::string("N"), 2, 6, 7});
@@ -155,10 +157,15 @@ ir::Graph concat_conv_graph(int64_t axis, bool shared) {
   ModelBuilder::attr_int(cat, "axis", axis);
   std::vector<float> w(4 * 5 * 3 * 3), bias = {0.1f, -0.2f, 0.3f, 0.0f};
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37) % 11) / 11.0f - 0.5f;
-  b.initializer("w", {4, 5, 3, 3}, w);
+  b.initializer("w",
+                transpose ? std::vector<int64_t>{5, 4, 3, 3} : std::vector<int64_t>{4, 5, 3, 3}, w);
   b.initializer("bias", {4}, bias);
-  auto& conv = b.node("Conv", {"cat", "w", "bias"}, {"c"});
+  auto& conv = b.node(transpose ? "ConvTranspose" : "Conv", {"cat", "w", "bias"}, {"c"});
   ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  if (transpose) {
+    ModelBuilder::attr_ints(conv, "strides", {2, 2});
+    ModelBuilder::attr_ints(conv, "output_padding", {1, 1});
+  }
   b.node("Relu", {"c"}, {"y"});
   b.output("y", onnx::TensorProto::FLOAT);
   if (shared) {
@@ -171,23 +178,24 @@ ir::Graph concat_conv_graph(int64_t axis, bool shared) {
 }
 
 TEST(FuseConcatIntoConv, ConvReadsTheParts) {
-  for (int64_t axis : {1, -3}) {
-    ir::Graph before = concat_conv_graph(axis, false);
-    ir::Graph after = before;
-    fuse_concat_into_conv(after);
-    EXPECT_EQ(count_ops(before, "Concat"), 1);
-    EXPECT_EQ(count_ops(after, "Concat"), 0) << "axis " << axis;
-    ASSERT_EQ(count_ops(after, "FusedConv"), 1);
-    for (const ir::Node& n : after.nodes) {
-      if (n.op_type == "FusedConv") {
-        EXPECT_EQ(n.attrs.get_int("x_parts", 1), 2);
-      }
+  for (bool transpose : {false, true})
+    for (int64_t axis : {1, -3}) {
+      const std::string what =
+          std::string(transpose ? "ConvTranspose" : "Conv") + " axis " + std::to_string(axis);
+      ir::Graph before = concat_conv_graph(axis, false, transpose);
+      ir::Graph after = before;
+      fuse_concat_into_conv(after);
+      EXPECT_EQ(count_ops(before, "Concat"), 1) << what;
+      EXPECT_EQ(count_ops(after, "Concat"), 0) << what;
+      const char* fused = transpose ? "FusedConvTranspose" : "FusedConv";
+      ASSERT_EQ(count_ops(after, fused), 1) << what;
+      for (const ir::Node& n : after.nodes)
+        if (n.op_type == fused) EXPECT_EQ(n.attrs.get_int("x_parts", 1), 2) << what;
+      // Batch 2: where the arena cannot make a Concat's inputs slices of it.
+      expect_same_outputs(before, after,
+                          {random_input({2, 3, 6, 7}, 4), random_input({2, 2, 6, 7}, 5)}, 1e-6,
+                          what);
     }
-    // Batch 2: where the arena cannot make a Concat's inputs slices of it.
-    expect_same_outputs(before, after,
-                        {random_input({2, 3, 6, 7}, 4), random_input({2, 2, 6, 7}, 5)}, 1e-6,
-                        "axis " + std::to_string(axis));
-  }
 }
 
 TEST(FuseConcatIntoConv, LeavesOtherConcatsAlone) {
@@ -207,6 +215,20 @@ TEST(FuseConcatIntoConv, FixtureUnetConcatsVanish) {
   EXPECT_EQ(count_ops(before, "Concat"), 2);
   EXPECT_EQ(count_ops(after, "Concat"), 0);
   expect_same_outputs(before, after, {random_input({3, 1, 16, 16, 16}, 6)}, 1e-6, "");
+}
+
+// MONAI's UNet: its three Concats feed up-convolutions, which read their parts, at batch 2.
+TEST(FuseConcatIntoConv, FixtureMonaiUpConvsReadTheirParts) {
+  ir::Graph before = fixture_after("unet3d_monai_op17.onnx", "fuse-norm-activation");
+  ir::Graph after = before;
+  fuse_concat_into_conv(after);
+  EXPECT_EQ(count_ops(before, "Concat"), 3);
+  EXPECT_EQ(count_ops(after, "Concat"), 0);
+  int with_parts = 0;
+  for (const ir::Node& n : after.nodes)
+    with_parts += n.op_type == "FusedConvTranspose" && n.attrs.get_int("x_parts", 1) == 2;
+  EXPECT_EQ(with_parts, 3);
+  expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 16}, 7)}, 1e-6, "");
 }
 
 // torch's GroupNorm export (Reshape, InstanceNormalization, Reshape, Mul, Add) in the

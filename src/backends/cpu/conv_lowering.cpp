@@ -154,11 +154,12 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
 
 class GemmConvTransposeOp : public CpuOp {
  public:
-  GemmConvTransposeOp(std::unique_ptr<Op> ref, ConvWindow attrs,
+  GemmConvTransposeOp(std::unique_ptr<Op> ref, ConvWindow attrs, int64_t parts,
                       std::unique_ptr<ConvTransposeGemm> scatter,
                       std::unique_ptr<ConvTransposeDirect> gather)
       : CpuOp(std::move(ref)),
         attrs_(attrs),
+        parts_(parts),
         scatter_(std::move(scatter)),
         gather_(std::move(gather)) {}
 
@@ -176,10 +177,17 @@ class GemmConvTransposeOp : public CpuOp {
       w.in[d] = lead ? 1 : x.dim(static_cast<int64_t>(d + rank - 1));
       w.out[d] = lead ? 1 : y.dim(static_cast<int64_t>(d + rank - 1));
     }
+    // X's parts (a fused Concat): input 0, then the inputs after the empty residual slot. The
+    // gather form reads them in place; the scatter form (groups, dilation) from a joined copy.
+    std::vector<const Tensor*> parts = {&x};
+    parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
+    const ConvInput input(std::move(parts));
     if (gather_)
-      gather_->run(ctx, w, x, y);
-    else
+      gather_->run(ctx, w, input, y);
+    else if (input.single())
       scatter_->run(ctx, w, x, y);
+    else
+      scatter_->run(ctx, w, input.joined(), y);
   }
   std::string kernel_name() const override {
     return gather_ ? gather_->kernel_names() : scatter_->kernel().name;
@@ -191,6 +199,7 @@ class GemmConvTransposeOp : public CpuOp {
 
  private:
   ConvWindow attrs_;  // kernel, stride, dilation, pad; in and out set per run
+  int64_t parts_;     // of X: see backends/ref/ops/fused.h
   // One of the two: overlapping taps in the gather form where it applies, else the scatter form.
   std::unique_ptr<ConvTransposeGemm> scatter_;
   std::unique_ptr<ConvTransposeDirect> gather_;
@@ -204,7 +213,11 @@ std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_pt
   Accepted a;
   if (!accept(ctx, a)) return nullptr;
   const ir::Node& node = ctx.node;
-  if (fused && node.num_inputs() > 3) return nullptr;
+  const int64_t parts = fused ? node.attrs.get_int("x_parts", 1) : 1;
+  if (fused && (node.has_input(3) || node.num_inputs() > (parts > 1 ? 3 + parts : 3)))
+    return nullptr;
+  for (int i = 4; i < 3 + parts; ++i)
+    if (!node.has_input(i) || ctx.input_dtype(i) != a.w->dtype()) return nullptr;
   if (a.w->dim(0) % a.group != 0 || (a.bias && a.bias->dim(0) != a.w->dim(1) * a.group))
     return nullptr;
   std::string auto_pad = node.attrs.get_string("auto_pad", "NOTSET");
@@ -233,10 +246,11 @@ std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_pt
     const GemmKernel* g =
         find_gemm_kernel(ctx.isa, a.w->dtype(), a.w->dim(1), ctx.fpmath == FpMath::bf16);
     return std::make_unique<GemmConvTransposeOp>(
-        std::move(ref), w, nullptr, std::make_unique<ConvTransposeDirect>(*g, *a.w, a.bias, w, e));
+        std::move(ref), w, parts, nullptr,
+        std::make_unique<ConvTransposeDirect>(*g, *a.w, a.bias, w, e));
   }
   auto conv = std::make_unique<ConvTransposeGemm>(*a.kernel, ctx.isa, *a.w, a.bias, a.group, e);
-  return std::make_unique<GemmConvTransposeOp>(std::move(ref), w, std::move(conv), nullptr);
+  return std::make_unique<GemmConvTransposeOp>(std::move(ref), w, parts, std::move(conv), nullptr);
 }
 
 }  // namespace

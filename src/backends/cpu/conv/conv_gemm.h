@@ -377,7 +377,8 @@ class ConvTransposeDirect {
   /// `g`: the row for M output channels; W is (C, M, kernel...), `attrs` its window.
   ConvTransposeDirect(const GemmKernel& g, const Tensor& w, const Tensor* bias,
                       const ConvWindow& attrs, ConvEpilogue e);
-  void run(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  /// X's parts (a fused Concat) are read in place.
+  void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x, Tensor& y) const;
   std::string kernel_names() const { return std::string(g_.name) + " gather"; }
   /// Bytes of the packed weights (a panel per phase) and bias.
   size_t packed_bytes() const {

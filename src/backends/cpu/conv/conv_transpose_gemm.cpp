@@ -548,9 +548,9 @@ ConvTransposeDirect::ConvTransposeDirect(const GemmKernel& g, const Tensor& w, c
   if (bias) bias_ = weights_to_f32(*bias);
 }
 
-void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
+void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                               Tensor& y) const {
-  const int64_t n_batch = x.dim(0);
+  const int64_t n_batch = x.batch();
   if (n_batch == 0 || y.numel() == 0) return;
   for (int d = 0; d < 3; ++d)
     if (win.pad[d] != pad_[d] || win.stride[d] != stride_[d] || win.kernel[d] != kernel_[d])
@@ -624,9 +624,8 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   // channels at a time, at most APanels::widen_budget() bytes (one block at least).
   const int64_t wblocks = a_.blocks_at_once(static_cast<int64_t>(a_block_bytes_), mblocks);
 
-  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
-  const int64_t x_plane = in_h * in_w, x_chan = in_d * x_plane;
+  const int64_t x_plane = in_h * in_w;
   // Input columns [ix0, ix1) land at padded column ix - wlo_.
   const int64_t ix0 = std::max<int64_t>(0, wlo_), ix1 = std::min(in_w, xlen + wlo_);
   const int64_t iy0 = std::max<int64_t>(0, lo[1]), iy1 = std::min(in_h, ylen + lo[1]);
@@ -661,8 +660,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
           for (int64_t iy = iy0; iy < iy1; ++iy) {
             uint8_t* row = dst + ((iy - lo[1]) * xlen + ix0 - wlo_) * static_cast<int64_t>(bb);
             auto src = [&](int64_t c) {
-              return xb + ((n * c_ + c) * x_chan + iz * x_plane + iy * in_w + ix0) *
-                              static_cast<int64_t>(es);
+              return x.plane(n, c) + (iz * x_plane + iy * in_w + ix0) * static_cast<int64_t>(es);
             };
             if (kp == 2)
               g_.to_panel_pair(src(c0), c0 + 1 < c_ ? src(c0 + 1) : nullptr, row,

@@ -233,8 +233,8 @@ void register_fused_ops(OpRegistry& r) {
     if (head && !c.node.has_input(fused_head_input(c.node)))
       c.fail("a head needs its weights, input " + std::to_string(fused_head_input(c.node)));
     if (head_softmax && !head) c.fail("head_softmax without a head");
-    if (c.node.op_type == "FusedConvTranspose" && (residual || parts != 1 || head))
-      c.fail("a fused ConvTranspose takes no residual, no parts of X and no head");
+    if (c.node.op_type == "FusedConvTranspose" && (residual || head))
+      c.fail("a fused ConvTranspose takes no residual and no head");
     if (c.node.attrs.has(kFusedSlopes) && (head || c.node.op_type != "FusedConv"))
       c.fail("per-channel slopes need a FusedConv without a head");
     const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;

@@ -14,7 +14,8 @@
 // activation is a LeakyRelu with each channel's own slope (1: none, 0: Relu): sibling
 // convolutions of one input computed as one (passes/fuse_sibling_convs.cpp), each keeping its
 // activation.
-// voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B.
+// voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B; x_parts as
+// FusedConv's (the residual slot between B and the other parts left empty).
 #pragma once
 
 #include "ir/graph.h"
