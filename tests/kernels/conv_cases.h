@@ -39,6 +39,9 @@ struct ConvCase : test::AttrSetters<ConvCase> {
   bool head_bias = true;
   bool head_softmax = false;
   bool slopes = false;  // FusedConv only, no activation: a LeakyRelu slope per output channel
+  // FusedConv only: X (with one part) and the residual read from these channels on of tensors
+  // with two channels more than they take (a Split's outputs read in place); -1: whole.
+  int64_t x_from = -1, residual_from = -1;
 
   std::string str() const {
     std::string t = op + " x" + shape_str(x) + " w" + shape_str(w) + (bias ? " bias" : "") +
@@ -48,6 +51,8 @@ struct ConvCase : test::AttrSetters<ConvCase> {
       t += " head " + std::to_string(head) + (head_bias ? " with bias" : "") +
            (head_softmax ? " softmax" : "");
     if (slopes) t += " slopes";
+    if (x_from >= 0) t += " x_from=" + std::to_string(x_from);
+    if (residual_from >= 0) t += " residual_from=" + std::to_string(residual_from);
     for (const auto& [name, a] : attrs) {
       t += " " + name + "=";
       if (a.kind == ir::Attribute::Kind::is)
@@ -76,6 +81,7 @@ struct Built {
   ir::Graph graph;
   Tensor x, w, b, residual, head_w, head_b;
   std::vector<Tensor> parts;  // X cut along channels as the case's x_parts say
+  Tensor x_wide, residual_wide;  // X and the residual inside tensors of more channels
   Shape y;
 };
 
@@ -143,6 +149,22 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     out.residual = random_tensor(t, out.y, rng, -1, 1);
     n.inputs.push_back(value("r"));
   }
+  // t's channels at `from` of a random tensor with two channels more, the attribute `name` set.
+  auto widen = [&](const Tensor& t, int64_t from, const char* name) {
+    Shape ws = t.shape();
+    ws[1] += 2;
+    Tensor wide = random_tensor(t.dtype(), ws, rng, -1, 1);
+    const int64_t plane = shape_numel(ws) / (ws[0] * ws[1]);
+    for (int64_t b = 0; b < ws[0]; ++b)
+      for (int64_t i = 0; i < t.dim(1) * plane; ++i)
+        ref::store(wide, (b * ws[1] + from) * plane + i, ref::load(t, b * t.dim(1) * plane + i));
+    n.attrs.items[name].kind = ir::Attribute::Kind::i;
+    n.attrs.items[name].i = from;
+    return wide;
+  };
+  if (c.x_from >= 0) out.x_wide = widen(out.x, c.x_from, kFusedXFrom);
+  if (c.residual_from >= 0)
+    out.residual_wide = widen(out.residual, c.residual_from, kFusedResidualFrom);
   if (!c.x_parts.empty()) {
     // Part 0 is input 0; the others follow the residual slot.
     n.inputs.resize(std::max<size_t>(n.inputs.size(), 4), -1);
@@ -216,6 +238,8 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
   ir::Node whole = n;
   whole.inputs.resize(std::min<size_t>(whole.inputs.size(), 4));
   whole.attrs.items.erase("x_parts");
+  whole.attrs.items.erase(kFusedXFrom);
+  whole.attrs.items.erase(kFusedResidualFrom);
   std::vector<const Tensor*> in = {&b.x, &b.w, c.bias ? &b.b : nullptr};
   if (c.residual) in.push_back(&b.residual);
   // A head's weights and bias: the two inputs after X's parts, after the residual slot here.
@@ -244,6 +268,10 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
       fast_in.push_back(head_b);
     }
   }
+
+  // Windows: X and the residual inside wider tensors.
+  if (c.x_from >= 0) fast_in[0] = &b.x_wide;
+  if (c.residual_from >= 0) fast_in[3] = &b.residual_wide;
 
   std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
       n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
@@ -390,6 +418,15 @@ inline std::vector<ConvCase> unet_cases() {
       if (residual == 2) c->i(kResidualAfterActivation, 1);
       c->ints("pads", {1, 1, 1, 1, 1, 1});
     }
+  // A MONAI residual unit's second convolution at batch 2: X and the residual read in place from
+  // the joint first convolution's output (a Split's outputs), the residual after the activation.
+  ConvCase* unit = conv({2, 8, 6, 7, 9}, {8, 8, 3, 3, 3});
+  unit->op = "FusedConv";
+  unit->activation = "LeakyRelu";
+  unit->residual = true;
+  unit->i(kResidualAfterActivation, 1).ints("pads", {1, 1, 1, 1, 1, 1});
+  unit->x_from = 0;
+  unit->residual_from = 2;
   auto up = [&](Shape x, Shape w) {
     ConvCase c;
     c.op = "ConvTranspose";

@@ -186,6 +186,12 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
       int64_t first = std::uniform_int_distribution<int64_t>(1, c.x[1] - 1)(rng);
       c.x_parts = {first, c.x[1] - first};
       if (c.x_parts[1] >= 2 && attempt % 3 == 0) c.x_parts = {first, 1, c.x[1] - first - 1};
+    } else if (attempt % 4 == 2 || (attempt % 8 == 3 && c.residual)) {
+      // X and the residual read from wider tensors (a Split's outputs read in place), from
+      // channel 0, 1 or 2 on: odd ones put bf16 channel pairs across a batch item's planes.
+      if (c.op == "Conv") c.op = "FusedConv";
+      c.x_from = attempt % 3;
+      if (c.residual) c.residual_from = (attempt / 3) % 3;
     }
     return c;
   });

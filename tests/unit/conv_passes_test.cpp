@@ -394,5 +394,83 @@ TEST(FuseSiblingConvs, FixtureMonaiResidualUnits) {
   }
 }
 
+// x -> Conv (4 -> 11, 3x3) -> Split [6, 5] (the attribute before opset 13, the input after) -> a,
+// b; y = LeakyRelu(Conv(a, 6 -> 5)) + b, which fuse-conv-epilogue makes one FusedConv reading a
+// as X and b as its residual. With `also`, b is read by a Sigmoid as well, a second output.
+ir::Graph split_graph(int opset, bool also) {
+  ModelBuilder b(opset);
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 4, 7, 9});
+  b.initializer("w0", {11, 4, 3, 3}, pattern(11 * 4 * 9, 7));
+  b.initializer("b0", {11}, pattern(11, 8));
+  b.initializer("w1", {5, 6, 3, 3}, pattern(5 * 6 * 9, 9));
+  ModelBuilder::attr_ints(b.node("Conv", {"x", "w0", "b0"}, {"t"}), "pads", {1, 1, 1, 1});
+  std::vector<std::string> split_in = {"t"};
+  if (opset >= 13) {
+    b.initializer_i64("sizes", {2}, {6, 5});
+    split_in.push_back("sizes");
+  }
+  auto& sp = b.node("Split", split_in, {"a", "b"});
+  ModelBuilder::attr_int(sp, "axis", 1);
+  if (opset < 13) ModelBuilder::attr_ints(sp, "split", {6, 5});
+  ModelBuilder::attr_ints(b.node("Conv", {"a", "w1"}, {"c"}), "pads", {1, 1, 1, 1});
+  ModelBuilder::attr_float(b.node("LeakyRelu", {"c"}, {"l"}), "alpha", 0.2f);
+  b.node("Add", {"l", "b"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  if (also) {
+    b.node("Sigmoid", {"b"}, {"z"});
+    b.output("z", onnx::TensorProto::FLOAT);
+  }
+  ir::Graph g = import(b.bytes());
+  run_passes(g, "fuse-sibling-convs");  // the passes before this one
+  return g;
+}
+
+// A channel Split whose outputs are read only as a convolution's X and its residual goes: the
+// convolution reads both from the Split's input (x_from 0, residual_from 6), at batch 1 to 3.
+TEST(ReadSplitInPlace, ConvReadsXAndResidualFromTheSplitsInput) {
+  unsigned seed = 50;
+  for (int opset : {11, 17}) {
+    ir::Graph before = split_graph(opset, false);
+    ir::Graph after = before;
+    read_split_in_place(after);
+    const std::string what = "opset " + std::to_string(opset);
+    EXPECT_EQ(count_ops(before, "Split"), 1) << what;
+    EXPECT_EQ(count_ops(after, "Split"), 0) << what;
+    const ir::Node* reader = nullptr;
+    for (const ir::Node& n : after.nodes)
+      if (n.op_type == "FusedConv" && n.attrs.has(kFusedXFrom)) reader = &n;
+    ASSERT_NE(reader, nullptr) << what;
+    EXPECT_EQ(reader->attrs.get_int(kFusedXFrom, -1), 0) << what;
+    EXPECT_EQ(reader->attrs.get_int(kFusedResidualFrom, -1), 6) << what;
+    EXPECT_EQ(reader->inputs[0], reader->inputs[3]) << what;
+    for (int64_t n : {1, 2, 3})
+      expect_same_outputs(before, after, {random_input({n, 4, 7, 9}, seed++)}, 1e-5,
+                          what + " batch " + std::to_string(n));
+  }
+}
+
+// Left alone: a Split with an output read by another op.
+TEST(ReadSplitInPlace, LeavesSplitsReadOtherwiseAlone) {
+  ir::Graph g = split_graph(17, true);
+  const size_t nodes = g.nodes.size();
+  read_split_in_place(g);
+  EXPECT_EQ(count_ops(g, "Split"), 1);
+  EXPECT_EQ(g.nodes.size(), nodes);
+}
+
+// MONAI's UNet: the three Splits after its joint residual-unit convolutions go, each unit's
+// second convolution reading its X and its residual from the joint output; at batch 2.
+TEST(ReadSplitInPlace, FixtureMonaiResidualUnits) {
+  for (const char* file : {"unet3d_monai_op17.onnx", "unet3d_monai_op11_fp16io32.onnx"}) {
+    ir::Graph before = fixture_after(file, "fuse-sibling-convs");
+    ir::Graph after = before;
+    read_split_in_place(after);
+    EXPECT_EQ(count_ops(before, "Split"), 3) << file;
+    EXPECT_EQ(count_ops(after, "Split"), 0) << file;
+    expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 8}, 43)},
+                        std::string(file).find("fp16") != std::string::npos ? 1e-2 : 1e-5, file);
+  }
+}
+
 }  // namespace
 }  // namespace voxrt::test

@@ -70,16 +70,25 @@ ConvEpilogue epilogue(const ir::Node& node) {
   return e;
 }
 
+// A FusedConv's windows of its inputs (kFusedXFrom, kFusedResidualFrom): first channels, or -1
+// where the input is whole.
+struct Windows {
+  int64_t x_from = -1, x_channels = 0;
+  int64_t residual_from = -1, residual_channels = 0;
+};
+
 class GemmConvOp : public CpuOp {
  public:
   GemmConvOp(std::unique_ptr<Op> ref, ref::WindowAttrs attrs, std::vector<int64_t> kernel,
-             bool residual, int64_t parts, int head_input, std::unique_ptr<ConvGemm> conv)
+             bool residual, int64_t parts, int head_input, Windows windows,
+             std::unique_ptr<ConvGemm> conv)
       : CpuOp(std::move(ref)),
         attrs_(std::move(attrs)),
         kernel_(std::move(kernel)),
         residual_(residual),
         parts_(parts),
         head_input_(head_input),
+        windows_(windows),
         conv_(std::move(conv)) {}
 
   void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
@@ -89,7 +98,17 @@ class GemmConvOp : public CpuOp {
       fail("input X has shape " + shape_str(x.shape()) + ", expected rank " +
            std::to_string(kernel_.size() + 2));
     ref::Geometry g = ref::resolve_window(where, attrs_, spatial(x.shape()), kernel_);
-    const Tensor* residual = residual_ ? in[3] : nullptr;
+    // An output of a Split read in place: the residual's M channels from residual_from on.
+    const ConvResidual residual =
+        !residual_ ? ConvResidual()
+        : windows_.residual_from < 0
+            ? ConvResidual(in[3])
+            : ConvResidual(*in[3], windows_.residual_from, windows_.residual_channels);
+    if (windows_.x_from >= 0) {  // likewise X's C channels from x_from on
+      conv_->run(ctx, conv_window(g), ConvInput(x, windows_.x_from, windows_.x_channels), residual,
+                 out[0]);
+      return;
+    }
     if (parts_ == 1) {
       conv_->run(ctx, conv_window(g), x, residual, out[0]);
       return;
@@ -112,6 +131,7 @@ class GemmConvOp : public CpuOp {
   bool residual_;
   int64_t parts_;   // of X: see backends/ref/ops/fused.h
   int head_input_;  // the head's weights (its bias next), or -1 without a head
+  Windows windows_;
   std::unique_ptr<ConvGemm> conv_;
 };
 
@@ -143,13 +163,24 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   } else if (node.num_inputs() > 3 + parts) {
     return nullptr;
   }
+  Windows windows;
+  if (fused && node.attrs.has(kFusedXFrom)) {
+    windows.x_from = node.attrs.get_int(kFusedXFrom, 0);
+    windows.x_channels = a.w->dim(1) * a.group;
+  }
+  if (fused && node.attrs.has(kFusedResidualFrom)) {
+    windows.residual_from = node.attrs.get_int(kFusedResidualFrom, 0);
+    windows.residual_channels = m;
+  }
+  if ((windows.x_from >= 0 && parts != 1) || (windows.residual_from >= 0 && !residual))
+    return nullptr;
   ConvEpilogue e = fused ? epilogue(node) : ConvEpilogue{};
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
   auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
   return std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
-                                      residual, parts, head_input, std::move(conv));
+                                      residual, parts, head_input, windows, std::move(conv));
 }
 
 class GemmConvTransposeOp : public CpuOp {

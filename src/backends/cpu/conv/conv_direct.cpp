@@ -120,7 +120,7 @@ void plane_strips(const ConvWindow& w, int64_t pitch, int64_t nr, std::vector<St
 }  // namespace
 
 bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
-                          const Tensor* residual, Tensor& y, bool head) const {
+                          const ConvResidual& residual, Tensor& y, bool head) const {
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.batch();
   // Padded extents: every tap of every output position lands inside.
@@ -311,7 +311,6 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     std::memset(slots.data(i) + packs * chan * static_cast<int64_t>(bb), 0,
                 (buffer_elems - static_cast<size_t>(packs * chan)) * bb);
 
-  const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));  // fp32 Y of fp16 storage
   // Small chunks: a slab ends at a barrier, so the last chunk decides when the next slab starts.
@@ -392,7 +391,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       for (int64_t i = 0; i < rows; ++i)
         for (size_t s = 0; s < strip.count; ++s)
           std::memcpy(tile_res + (i * nr + sg[s].lane) * static_cast<int64_t>(es),
-                      rb + (row0 + i * s_out + sg[s].out) * static_cast<int64_t>(es),
+                      residual.at(n, row0 + i * s_out + sg[s].out),
                       static_cast<size_t>(sg[s].len) * es);
     };
     if (head) {
@@ -402,8 +401,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       for (int64_t mb = mb0; mb < mb1; ++mb) {
         const int64_t m0 = mb * mr, rows = std::min(mr, mg - m0);
         const int64_t row0 = (n * m_ + m0) * s_out + oz * out_plane + band.y0 * ow;
-        if (rb) gather_residual(row0, rows);
-        GemmParams p = params(m0, rb ? tile_res : nullptr, y);
+        if (residual) gather_residual(row0, rows);
+        GemmParams p = params(m0, residual ? tile_res : nullptr, y);
         p.f32_out = true;
         g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps),
                   a0 + (mb - mb0) * block_bytes, b, offs, t + m0 * nr, static_cast<size_t>(nr), p);
@@ -437,13 +436,14 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         const int64_t at = row0 + sg[0].out;
         g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(sg[0].len),
                   static_cast<size_t>(steps), a, b, offs, yb + at * ys, static_cast<size_t>(s_out),
-                  params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
+                  params(m0, residual ? residual.at(n, at) : nullptr, y));
         continue;
       }
       // Lanes scattered over several output rows: through a scratch tile.
-      if (rb) gather_residual(row0, rows);
+      if (residual) gather_residual(row0, rows);
       g.ukernel(static_cast<size_t>(rows), static_cast<size_t>(nr), static_cast<size_t>(steps), a,
-                b, offs, tile_out, static_cast<size_t>(nr), params(m0, rb ? tile_res : nullptr, y));
+                b, offs, tile_out, static_cast<size_t>(nr),
+                params(m0, residual ? tile_res : nullptr, y));
       for (int64_t i = 0; i < rows; ++i)
         for (size_t s = 0; s < strip.count; ++s)
           std::memcpy(yb + (row0 + i * s_out + sg[s].out) * ys,

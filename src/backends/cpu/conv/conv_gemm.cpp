@@ -224,6 +224,14 @@ ConvWindow conv_window(const ref::Geometry& g) {
 
 ConvInput::ConvInput(const Tensor& x) : ConvInput(std::vector<const Tensor*>{&x}) {}
 
+ConvInput::ConvInput(const Tensor& x, int64_t from, int64_t channels) : ConvInput(x) {
+  if (from < 0 || channels < 0 || from + channels > x.dim(1))
+    throw Error("ConvInput: channels [" + std::to_string(from) + ", " +
+                std::to_string(from + channels) + ") of a tensor of shape " + shape_str(x.shape()));
+  from_ = from;
+  first_.back() = channels;
+}
+
 ConvInput::ConvInput(std::vector<const Tensor*> parts) : parts_(std::move(parts)) {
   first_.push_back(0);
   for (const Tensor* t : parts_) first_.push_back(first_.back() + t->dim(1));
@@ -236,7 +244,8 @@ const uint8_t* ConvInput::plane(int64_t n, int64_t c) const {
   size_t p = 0;
   while (c >= first_[p + 1]) ++p;
   const Tensor& t = *parts_[p];
-  return static_cast<const uint8_t*>(t.raw()) + (n * t.dim(1) + c - first_[p]) * plane_bytes_;
+  return static_cast<const uint8_t*>(t.raw()) +
+         (n * t.dim(1) + (p == 0 ? from_ : 0) + c - first_[p]) * plane_bytes_;
 }
 
 Tensor ConvInput::joined() const {
@@ -245,12 +254,25 @@ Tensor ConvInput::joined() const {
   Tensor out = Tensor::empty(parts_[0]->dtype(), shape);
   uint8_t* o = static_cast<uint8_t*>(out.raw());
   for (int64_t n = 0; n < batch(); ++n)
-    for (const Tensor* t : parts_) {
-      const int64_t bytes = t->dim(1) * plane_bytes_;
-      std::memcpy(o, static_cast<const uint8_t*>(t->raw()) + n * bytes, static_cast<size_t>(bytes));
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      const int64_t bytes = (first_[p + 1] - first_[p]) * plane_bytes_;
+      std::memcpy(o, plane(n, first_[p]), static_cast<size_t>(bytes));
       o += bytes;
     }
   return out;
+}
+
+ConvResidual::ConvResidual(const Tensor* r)
+    : base_(r ? static_cast<const uint8_t*>(r->raw()) : nullptr),
+      es_(r ? static_cast<int64_t>(dtype_size(r->dtype())) : 0) {}
+
+ConvResidual::ConvResidual(const Tensor& r, int64_t from, int64_t m) : ConvResidual(&r) {
+  if (r.rank() < 2 || from < 0 || m < 0 || from + m > r.dim(1))
+    throw Error("ConvResidual: channels [" + std::to_string(from) + ", " +
+                std::to_string(from + m) + ") of a tensor of shape " + shape_str(r.shape()));
+  const int64_t plane = r.dim(0) * r.dim(1) == 0 ? 0 : r.numel() / (r.dim(0) * r.dim(1));
+  base_ += from * plane * es_;
+  skip_ = (r.dim(1) - m) * plane;
 }
 
 void PanelBuffer::Free::operator()(uint8_t* p) const {
@@ -469,7 +491,7 @@ GemmParams ConvGemm::params(int64_t m0, const uint8_t* residual, const Tensor& y
 }
 
 void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
-                   const Tensor* residual, Tensor& y) const {
+                   const ConvResidual& residual, Tensor& y) const {
   if (y.dtype() != g_.storage && y.dtype() != DType::f32)
     throw Error("ConvGemm: output of dtype " + std::string(dtype_name(y.dtype())) +
                 " for storage " + std::string(dtype_name(g_.storage)) +
@@ -513,7 +535,7 @@ bool ConvGemm::pointwise(const ConvWindow& win) {
 }
 
 void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
-                             const Tensor* residual, Tensor& y) const {
+                             const ConvResidual& residual, Tensor& y) const {
   // 1x1 kernels: few weights, widened whole.
   const APanels::Open open = a_.open(ctx);
   const uint8_t* a = open.data();
@@ -540,7 +562,6 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
   for (size_t c = 0; c < row_offsets.size(); ++c) row_offsets[c] = static_cast<int64_t>(c) * s;
   const int64_t items = n_batch * group_ * tiles;
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
-  const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));
   auto work = [&](RangeCursor& items) {
@@ -567,7 +588,7 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
               static_cast<size_t>(std::min(nr, cols - st * nr)), static_cast<size_t>(steps),
               a + grp * a_group_bytes_ + mb * mr * steps * ab, b,
               own ? row_offsets.data() : offsets.data(), yb + at * ys, static_cast<size_t>(s),
-              params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
+              params(m0, residual ? residual.at(n, at) : nullptr, y));
         }
       }
     }
@@ -576,7 +597,7 @@ void ConvGemm::run_pointwise(const RunContext& ctx, const ConvWindow& win, const
 }
 
 void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
-                          const Tensor* residual, Tensor& y) const {
+                          const ConvResidual& residual, Tensor& y) const {
   ThreadPool* pool = ctx.pool;
   const int64_t n_batch = x.batch();
   const int64_t mg = m_ / group_, steps = elements();
@@ -606,7 +627,6 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
   PanelBuffer padded(from_padded ? static_cast<size_t>(padded_bytes) : 0, ctx.scratch);
   if (from_padded) pad_input(ctx, win, x, ext, es, padded.data());
 
-  const uint8_t* rb = residual ? static_cast<const uint8_t*>(residual->raw()) : nullptr;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));
   auto work = [&](int64_t begin, int64_t end) {
@@ -658,7 +678,7 @@ void ConvGemm::run_packed(const RunContext& ctx, const ConvWindow& win, const Co
             g_.ukernel(static_cast<size_t>(std::min(mr, mg - mb * mr)), nc,
                        static_cast<size_t>(steps), a_w0 + (mb - w0) * block_bytes, b,
                        offsets.data(), yb + at * ys, static_cast<size_t>(s_out),
-                       params(m0, rb ? rb + at * static_cast<int64_t>(es) : nullptr, y));
+                       params(m0, residual ? residual.at(n, at) : nullptr, y));
           }
         }
       }

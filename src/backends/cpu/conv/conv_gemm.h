@@ -45,25 +45,48 @@ struct ConvWindow {
 ConvWindow conv_window(const ref::Geometry& g);
 
 /// X of a convolution: one tensor, or several whose channels follow each other (a channel
-/// Concat the graph passes fused into the convolution, so it is never written). The parts share
-/// dtype, batch and spatial shape.
+/// Concat the graph passes fused into the convolution, so it is never written), or `channels`
+/// channels of one tensor from channel `from` on (an output of a channel Split, read in place
+/// from the Split's input). The parts share dtype, batch and spatial shape.
 class ConvInput {
  public:
   ConvInput(const Tensor& x);  // NOLINT(google-explicit-constructor): one part
   explicit ConvInput(std::vector<const Tensor*> parts);
+  ConvInput(const Tensor& x, int64_t from, int64_t channels);
   int64_t batch() const { return parts_[0]->dim(0); }
   int64_t channels() const { return first_.back(); }
-  bool single() const { return parts_.size() == 1; }
+  /// One tensor, whole: part(0) is X.
+  bool single() const {
+    return parts_.size() == 1 && from_ == 0 && channels() == parts_[0]->dim(1);
+  }
   const Tensor& part(size_t i) const { return *parts_[i]; }
   /// Channel c of batch item n: its first element.
   const uint8_t* plane(int64_t n, int64_t c) const;
-  /// The parts concatenated into one new tensor.
+  /// X's channels in one new tensor.
   Tensor joined() const;
 
  private:
   std::vector<const Tensor*> parts_;
   std::vector<int64_t> first_;  // first channel of each part, then the channel count
+  int64_t from_ = 0;            // the first channel of part 0 that X takes
   int64_t plane_bytes_ = 0;
+};
+
+/// A convolution's residual: Y's shape, or Y's M channels from channel `from` of a tensor with
+/// more (an output of a channel Split, read in place from the Split's input).
+class ConvResidual {
+ public:
+  ConvResidual() = default;
+  ConvResidual(const Tensor* r);  // NOLINT(google-explicit-constructor): Y's shape, or none
+  ConvResidual(const Tensor& r, int64_t from, int64_t m);
+  explicit operator bool() const { return base_ != nullptr; }
+  /// The residual's element beside Y's element `at` (an index into Y, of batch item n).
+  const uint8_t* at(int64_t n, int64_t at) const { return base_ + (at + n * skip_) * es_; }
+
+ private:
+  const uint8_t* base_ = nullptr;  // channel `from` of batch item 0
+  int64_t skip_ = 0;               // elements a batch item holds beyond Y's
+  int64_t es_ = 0;
 };
 
 struct ConvEpilogue {
@@ -258,8 +281,8 @@ class ConvGemm {
   /// the storage dtype and the shapes the reference op inferred for `win`; residual may be null.
   /// With fp16 storage, y may be fp32 (a Cast after the convolution, fused: the fp32 sums are
   /// never rounded to fp16).
-  void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x, const Tensor* residual,
-           Tensor& y) const;
+  void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
+           const ConvResidual& residual, Tensor& y) const;
   const GemmKernel& kernel() const { return g_; }
   /// Bytes of the packed weights and bias.
   size_t packed_bytes() const {
@@ -280,7 +303,7 @@ class ConvGemm {
   // With `head`, y holds the head's channels: the tiles of all M channels of a strip are mixed
   // into them.
   bool run_direct(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
-                  const Tensor* residual, Tensor& y, bool head) const;
+                  const ConvResidual& residual, Tensor& y, bool head) const;
   // Rows [0, M) of fp32 `tile`, `in_stride` apart, lanes [0, n), through the head into fp32
   // `out` (head_.channels rows `out_stride` apart), softmax applied.
   void head_tile(const float* tile, int64_t in_stride, int64_t n, float* out,
@@ -291,9 +314,9 @@ class ConvGemm {
   // packed with long sequential reads.
   static bool pointwise(const ConvWindow& win);
   void run_pointwise(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
-                     const Tensor* residual, Tensor& y) const;
+                     const ConvResidual& residual, Tensor& y) const;
   void run_packed(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
-                  const Tensor* residual, Tensor& y) const;
+                  const ConvResidual& residual, Tensor& y) const;
   // The epilogue of output rows from m0: fp32 stores where Y is fp32 and the storage fp16.
   GemmParams params(int64_t m0, const uint8_t* residual, const Tensor& y) const;
   // Channels of a group in packs of the kernel's k_pack (the last one zero-padded): the gemm's

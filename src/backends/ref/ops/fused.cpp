@@ -15,7 +15,8 @@ namespace {
 class FusedConvOp : public Op {
  public:
   FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual,
-              bool residual_after, int64_t parts, bool f32_out, bool head, bool head_softmax)
+              bool residual_after, int64_t parts, bool f32_out, bool head, bool head_softmax,
+              int64_t group, int64_t x_from, int64_t residual_from)
       : conv_(std::move(conv)),
         epilogue_(epilogue),
         has_residual_(has_residual),
@@ -23,7 +24,10 @@ class FusedConvOp : public Op {
         parts_(parts),
         f32_out_(f32_out),
         head_(head),
-        head_softmax_(head_softmax) {}
+        head_softmax_(head_softmax),
+        group_(group),
+        x_from_(x_from),
+        residual_from_(residual_from) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     std::vector<DType> t = conv_->infer_types(conv_inputs(in, false));
@@ -37,9 +41,21 @@ class FusedConvOp : public Op {
   }
   std::vector<Shape> infer_shapes(const std::vector<ValueMeta>& in) const override {
     std::vector<Shape> s = conv_->infer_shapes(conv_inputs(in, true));
-    if (has_residual_ && in[3].shape != s[0])
+    if (has_residual_ && residual_from_ < 0 && in[3].shape != s[0])
       fail("residual input of shape " + shape_str(in[3].shape) + " does not match the output " +
            shape_str(s[0]));
+    if (has_residual_ && residual_from_ >= 0) {
+      // The output's M channels from channel residual_from on; the other dims the output's.
+      Shape want = s[0];
+      const bool ok = in[3].shape.size() == want.size() && want.size() > 1 &&
+                      residual_from_ + want[1] <= in[3].shape[1];
+      if (ok) want[1] = in[3].shape[1];
+      if (!ok || in[3].shape != want)
+        fail("residual input of shape " + shape_str(in[3].shape) + " has no channels [" +
+             std::to_string(residual_from_) + ", " +
+             std::to_string(residual_from_ + (s[0].size() > 1 ? s[0][1] : 0)) + ") of the output " +
+             shape_str(s[0]));
+    }
     if (head_) {
       const ValueMeta& w = in[head_input()];
       const int64_t m = s[0].size() > 1 ? s[0][1] : 0;
@@ -62,10 +78,14 @@ class FusedConvOp : public Op {
   }
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     std::vector<const Tensor*> cin(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
-    Tensor joined;
+    Tensor joined, x_window, residual_window;
     if (parts_ > 1) {
       joined = join_parts(in);
       cin[0] = &joined;
+    }
+    if (x_from_ >= 0) {
+      x_window = channel_window(*in[0], x_from_, in[1]->dim(1) * group_);
+      cin[0] = &x_window;
     }
     // With a head, the convolution's M channels in X's dtype first, as the unfused graph has them.
     std::vector<Tensor> before;
@@ -78,6 +98,10 @@ class FusedConvOp : public Op {
     conv_->compute(cin, conv_out);
     Tensor& y = conv_out[0];
     const Tensor* r = has_residual_ ? in[3] : nullptr;
+    if (r && residual_from_ >= 0) {
+      residual_window = channel_window(*r, residual_from_, y.dim(1));
+      r = &residual_window;
+    }
     const int64_t m = y.rank() > 1 ? y.dim(1) : 1,
                   plane = y.numel() == 0 ? 1 : y.numel() / (y.dim(0) * m);
     for (int64_t i = 0; i < y.numel(); ++i) {
@@ -102,9 +126,20 @@ class FusedConvOp : public Op {
   // X's parts: input 0, then inputs 4, 5, ... (after W, B and the residual).
   size_t part_input(int64_t p) const { return p == 0 ? 0 : static_cast<size_t>(3 + p); }
 
-  // The Conv's inputs: X (its parts' channels concatenated, where `shapes` are known), W, B.
+  // The Conv's inputs: X (its parts' channels concatenated, or its window of input 0's, where
+  // `shapes` are known), W, B.
   std::vector<ValueMeta> conv_inputs(const std::vector<ValueMeta>& in, bool shapes) const {
     std::vector<ValueMeta> c(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
+    if (x_from_ >= 0 && shapes) {
+      // W's C / group channels a group, from channel x_from of input 0.
+      const int64_t channels = c.size() > 1 && c[1].shape.size() > 1 ? c[1].shape[1] * group_ : -1;
+      if (c[0].shape.size() < 2 || channels < 1 || x_from_ + channels > c[0].shape[1])
+        fail("X of shape " + shape_str(c[0].shape) + " has no channels [" +
+             std::to_string(x_from_) + ", " + std::to_string(x_from_ + channels) +
+             ") for weights of shape " + shape_str(c.size() > 1 ? c[1].shape : Shape{}));
+      c[0].value = nullptr;
+      c[0].shape[1] = channels;
+    }
     if (parts_ == 1) return c;
     const size_t expected = static_cast<size_t>(3 + parts_ + (head_ ? 2 : 0));
     if (in.size() != expected)
@@ -153,6 +188,19 @@ class FusedConvOp : public Op {
       }
   }
 
+  // Channels [from, from + count) of t, as a tensor of their own.
+  static Tensor channel_window(const Tensor& t, int64_t from, int64_t count) {
+    Shape shape = t.shape();
+    shape[1] = count;
+    Tensor w = Tensor::empty(t.dtype(), shape);
+    const int64_t plane = t.dim(1) == 0 ? 0 : t.numel() / (t.dim(0) * t.dim(1));
+    int64_t at = 0;
+    for (int64_t n = 0; n < t.dim(0); ++n)
+      for (int64_t i = 0; i < count * plane; ++i)
+        ref::store(w, at++, ref::load(t, (n * t.dim(1) + from) * plane + i));
+    return w;
+  }
+
   Tensor join_parts(const std::vector<const Tensor*>& in) const {
     Shape shape = in[0]->shape();
     shape[1] = 0;
@@ -177,6 +225,9 @@ class FusedConvOp : public Op {
   bool f32_out_;  // Y is float32 (kFusedCastTo); the conv stores its sums into it unrounded
   bool head_;     // a 1x1 convolution after the epilogue (kFusedHead)
   bool head_softmax_;  // and softmax over channels after it
+  int64_t group_;
+  int64_t x_from_;         // X's first channel in input 0 (kFusedXFrom), or -1: X whole
+  int64_t residual_from_;  // the residual's in input 3 (kFusedResidualFrom), or -1: whole
 };
 
 }  // namespace
@@ -214,6 +265,8 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   conv.attrs.items.erase(kFusedHead);
   conv.attrs.items.erase(kFusedHeadSoftmax);
   conv.attrs.items.erase(kFusedSlopes);
+  conv.attrs.items.erase(kFusedXFrom);
+  conv.attrs.items.erase(kFusedResidualFrom);
   return conv;
 }
 
@@ -242,8 +295,22 @@ void register_fused_ops(OpRegistry& r) {
     if (f32_out && (c.node.attrs.get_int(kFusedCastTo, 0) != 1 || c.node.op_type != "FusedConv"))
       c.fail("a fused Cast ('to' = " + std::to_string(c.node.attrs.get_int(kFusedCastTo, 0)) +
              ") must be to float32 (1), after a FusedConv");
+    const bool x_window = c.node.attrs.has(kFusedXFrom),
+               residual_window = c.node.attrs.has(kFusedResidualFrom);
+    const int64_t x_from = x_window ? c.node.attrs.get_int(kFusedXFrom, 0) : -1,
+                  residual_from =
+                      residual_window ? c.node.attrs.get_int(kFusedResidualFrom, 0) : -1;
+    if ((x_window || residual_window) && c.node.op_type != "FusedConv")
+      c.fail("x_from and residual_from need a FusedConv");
+    if (x_window && (x_from < 0 || parts != 1))
+      c.fail("x_from " + std::to_string(x_from) + " with x_parts " + std::to_string(parts) +
+             ": a window of X needs X in one part and a first channel of 0 or more");
+    if (residual_window && (residual_from < 0 || !residual))
+      c.fail("residual_from " + std::to_string(residual_from) +
+             " needs a residual and a first channel of 0 or more");
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
-                                         residual, after, parts, f32_out, head, head_softmax);
+                                         residual, after, parts, f32_out, head, head_softmax,
+                                         c.node.attrs.get_int("group", 1), x_from, residual_from);
   };
   r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, factory);
   r.add(std::string(kInternalDomain) + ".FusedConvTranspose", 1, 21, factory);

@@ -14,8 +14,12 @@
 // activation is a LeakyRelu with each channel's own slope (1: none, 0: Relu): sibling
 // convolutions of one input computed as one (passes/fuse_sibling_convs.cpp), each keeping its
 // activation.
-// voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B; x_parts as
-// FusedConv's (the residual slot between B and the other parts left empty).
+// With the int attribute `x_from` (x_parts = 1 only), X is the C = W.dim(1) * group channels of
+// input 0 from channel x_from on (0 included); with `residual_from`, the residual is the M
+// channels of input 3 from that channel on: the outputs of a channel Split read in place from the
+// Split's input (passes/read_split_in_place.cpp), which their batch-2 layout would otherwise need
+// copied out. voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B; x_parts
+// as FusedConv's (the residual slot between B and the other parts left empty).
 #pragma once
 
 #include "ir/graph.h"
@@ -32,6 +36,10 @@ inline constexpr const char* kFusedHead = "head";
 inline constexpr const char* kFusedHeadSoftmax = "head_softmax";
 /// FusedConv's float-list attribute: each output channel's LeakyRelu slope.
 inline constexpr const char* kFusedSlopes = "slopes";
+/// FusedConv's int attributes: the first channel of input 0 that X takes, and of input 3 that the
+/// residual takes (the inputs then have more channels than the convolution reads).
+inline constexpr const char* kFusedXFrom = "x_from";
+inline constexpr const char* kFusedResidualFrom = "residual_from";
 
 /// Where a FusedConv's head weights are among its inputs (the bias follows): after X's parts.
 inline int fused_head_input(const ir::Node& fused) {
