@@ -2,6 +2,7 @@
 
 #include "backends/ref/op.h"
 #include "backends/ref/ops/fused.h"
+#include "backends/ref/ops/fused_norm.h"
 #include "passes/passes.h"
 
 namespace voxrt {
@@ -20,10 +21,31 @@ std::vector<int64_t> split_sizes(const ir::Graph& g, const ir::Node& sp) {
   return sp.attrs.get_ints("split", {});
 }
 
+// How a FusedBatchNorm or FusedInstanceNorm `c` reads value v: as X (input 0) or as its residual
+// (the last input), each of `channels` channels (scale's), and at no other input.
+bool norm_reads_window(const ir::Graph& g, const ir::Node& c, int v, int64_t channels) {
+  const Tensor* scale = c.has_input(1) ? g.constant(c.inputs[1]) : nullptr;
+  if (!scale || scale->numel() != channels) return false;
+  const bool residual = c.attrs.get_int(kNormResidual, 0) != 0;
+  bool any = false;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (c.inputs[i] != v) continue;
+    any = true;
+    const bool x = i == 0 && !c.attrs.has(kFusedXFrom);
+    const bool r = residual && i + 1 == c.inputs.size() && !c.attrs.has(kFusedResidualFrom);
+    if (!x && !r) return false;
+  }
+  return any;
+}
+
 // How node `c` reads value v: as X (input 0) of a Conv or one-part FusedConv whose weights take
 // `channels` channels, or as the residual (input 3) of a FusedConv of `channels` output channels,
-// and at no other input; false otherwise (or where that input already reads a window).
+// or as a fused normalization's X or residual (norm_reads_window), and at no other input; false
+// otherwise (or where that input already reads a window).
 bool reads_window(const ir::Graph& g, const ir::Node& c, int v, int64_t channels) {
+  if (c.domain == kInternalDomain &&
+      (c.op_type == "FusedInstanceNorm" || c.op_type == "FusedBatchNorm"))
+    return norm_reads_window(g, c, v, channels);
   const bool plain = c.op_type == "Conv" && c.domain.empty();
   const bool fused = c.op_type == "FusedConv" && c.domain == kInternalDomain;
   if ((!plain && !fused) || !c.has_input(1)) return false;
@@ -48,13 +70,15 @@ bool reads_window(const ir::Graph& g, const ir::Node& c, int v, int64_t channels
 
 }  // namespace
 
-// A Split along channels whose outputs are each read only as the X of convolutions or as the
-// residual of fused ones goes: those inputs read the Split's input from the output's first
-// channel (FusedConv's x_from and residual_from, backends/ref/ops/fused.h). At batch 1 the arena
+// A Split along channels whose outputs are each read only as the X of convolutions (or of fused
+// batch or instance normalizations) or as the residual of fused ones goes: those inputs read the
+// Split's input from the output's first channel (x_from and residual_from,
+// backends/ref/ops/fused.h and fused_norm.h). At batch 1 the arena
 // already made the outputs slices of the input; at batch 2 and more, where each batch item's
 // channels of one output are apart, the Split copied them out. fuse-sibling-convs ends its joint
 // convolutions in such Splits: a MONAI residual unit's first convolution and its residual one,
-// read as X and as the residual by the unit's second convolution.
+// read as X and as the residual by the unit's second convolution (with InstanceNorm, the first
+// one's output by its norm, the residual one's by the second norm).
 void read_split_in_place(ir::Graph& g) {
   const auto consumers = g.consumers();
   std::vector<char> drop(g.nodes.size(), 0);
@@ -87,7 +111,7 @@ void read_split_in_place(ir::Graph& g) {
         for (size_t i = 0; i < c.inputs.size(); ++i) {
           if (c.inputs[i] != v) continue;
           c.inputs[i] = sp.inputs[0];
-          c.attrs.set_int(i == 0 ? kFusedXFrom : kFusedResidualFrom, from);
+          c.attrs.set_int(i == 0 ? kFusedXFrom : kFusedResidualFrom, from);  // else the residual
         }
       }
       from += sizes[o];

@@ -2,6 +2,7 @@
 // fused activation forms) against the reference ops, f32 and f16, on every ISA this CPU has;
 // and the fuse-norm-activation pass against the unfused graph.
 #include "../unit/model_builder.h"
+#include "backends/ref/ops/fused.h"
 #include "cpu_op_harness.h"
 #include "passes/passes.h"
 
@@ -155,6 +156,50 @@ TEST_P(Norm, FusedResidual) {
           }
 }
 
+// Fused batch and instance norms reading X and the residual from tensors of more channels (a
+// Split's outputs read in place: x_from, residual_from), from channels 0, 1 and 3 on, with the
+// residual before and after the activation.
+TEST_P(Norm, FusedWindows) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  std::mt19937 rng(6);
+  int k = 0;
+  for (const char* op : {"FusedBatchNorm", "FusedInstanceNorm"})
+    for (DType t : {DType::f32, DType::f16})
+      for (const Shape& s : shapes()) {
+        const std::string kind = op;
+        const int64_t x_from = k % 3 == 2 ? 3 : k % 3, r_from = (k + 1) % 3;
+        const bool residual = k % 4 != 0, after = k % 2 == 0;
+        ++k;
+        Shape wide = s;
+        wide[1] += x_from + 2;
+        Shape wide_r = s;
+        wide_r[1] += r_from + 1;
+        CpuRun r = run_norm(
+            GetParam(), op, "voxrt", kind == "FusedBatchNorm" ? 15 : 17, t, wide, 1.0, s[1],
+            [&](OneNode& n) {
+              if (kind == "FusedBatchNorm") {
+                n.constant("mean", vec(t, s[1], rng, -1, 1));
+                n.constant("var", vec(t, s[1], rng, 0.2, 2));
+              }
+              n.attr_string("activation", "LeakyRelu");
+              n.attr_float("alpha", 0.05f);
+              n.attr_int(kFusedXFrom, x_from);
+              if (residual) {
+                n.input("r", random_tensor(t, wide_r, rng, -1.5, 1.5));
+                n.attr_int("residual", 1);
+                n.attr_int(kFusedResidualFrom, r_from);
+                if (after) n.attr_int("residual_after_activation", 1);
+              }
+            },
+            rng);
+        const std::string what = kind + " " + std::string(dtype_name(t)) + " " + shape_str(s) +
+                                 " x_from " + std::to_string(x_from) +
+                                 (residual ? " residual_from " + std::to_string(r_from) : "");
+        EXPECT_NE(r.kernel, "ref") << what;
+        EXPECT_LT(r.error, tolerance(t)) << what << " " << r.kernel;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, Norm, testing::ValuesIn(all_isas()), isa_param_name);
 
 // The optimized CPU session of `b` against its unoptimized reference session on a random X of
@@ -228,11 +273,13 @@ TEST(FuseNormActivation, ResidualAddsJoinTheNorm) {
 
 // MONAI's residual unit with its default InstanceNorm: x -> Conv a (stride 2) -> IN -> LeakyRelu
 // -> Conv c -> IN -> LeakyRelu -> Add(Conv b(x), b over a's window). The second norm takes the
-// Add after its activation, so b stays plain and joins a (fuse-sibling-convs: one Split left);
-// the optimized session matches the reference.
+// Add after its activation, so b stays plain and joins a (fuse-sibling-convs); the Split after
+// the joint convolution goes too (read-split-in-place: the first norm reads a's channels of the
+// joint output, the second norm b's as its residual); the optimized session matches the
+// reference at batch 1 and 2.
 TEST(FuseNormActivation, ResidualAfterTheActivationJoinsTheNorm) {
   ModelBuilder b(17);
-  b.input("x", onnx::TensorProto::FLOAT, {1, 2, 8, 9, 10});
+  b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 2, 8, 9, 10});
   std::vector<float> wa(4 * 2 * 27), wc(4 * 4 * 27), s(4, 1.1f), z(4, 0.2f);
   for (size_t i = 0; i < wa.size(); ++i) wa[i] = static_cast<float>((i * 37) % 11) / 11.0f - 0.45f;
   for (size_t i = 0; i < wc.size(); ++i) wc[i] = static_cast<float>((i * 13) % 7) / 7.0f - 0.4f;
@@ -255,10 +302,16 @@ TEST(FuseNormActivation, ResidualAfterTheActivationJoinsTheNorm) {
   ModelBuilder::attr_float(b.node("LeakyRelu", {"nc"}, {"lc"}), "alpha", 0.1f);
   b.node("Add", {"lc", "cb"}, {"y"});
   b.output("y", onnx::TensorProto::FLOAT);
-  std::string text = expect_fused_matches_unfused(b, {1, 2, 8, 9, 10}, 11);
-  // No Add left and b joined a, so the norm took the Add.
-  EXPECT_EQ(text.find(": Add("), std::string::npos) << text;
-  EXPECT_NE(text.find(": Split("), std::string::npos) << "the two stride-2 convs join\n" << text;
+  for (int64_t n : {1, 2}) {
+    std::string text = expect_fused_matches_unfused(b, {n, 2, 8, 9, 10}, 11);
+    // No Add left and b joined a, so the norm took the Add.
+    EXPECT_EQ(text.find(": Add("), std::string::npos) << text;
+    EXPECT_NE(text.find("/siblings: FusedConv("), std::string::npos)
+        << "the two stride-2 convs join\n"
+        << text;
+    EXPECT_EQ(text.find(": Split("), std::string::npos) << "the norms read the Split's input\n"
+                                                        << text;
+  }
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ struct NormConfig {
   bool per_group_affine = false;  // GroupNormalization before opset 21
   bool residual = false;          // the last input, added before the activation
   bool residual_after_act = false;  // or after it (kResidualAfterActivation)
+  // The first channel of input 0 that X takes, and of the last input that the residual takes,
+  // or -1 where the input is whole (kFusedXFrom, kFusedResidualFrom: a Split read in place).
+  int64_t x_from = -1, residual_from = -1;
   ActParams act;
 };
 
@@ -69,15 +72,24 @@ class NormCpuOp : public CpuOp {
            std::vector<Tensor>& out) const override {
     const Tensor& x = *in[0];
     Tensor& y = out[0];
-    if (x.numel() == 0) return;
-    int64_t n = x.dim(0), c = x.dim(1), s = x.numel() / (n * c);
+    if (y.numel() == 0) return;
+    // Y's C channels; X's and the residual's rows may lie among more (x_from, residual_from).
+    int64_t n = y.dim(0), c = y.dim(1), s = y.numel() / (n * c);
     std::vector<double> scale = ref::to_f64(*in[1]), bias = ref::to_f64(*in[2]);
     std::vector<float> shift(static_cast<size_t>(c)), mul(static_cast<size_t>(c)),
         add(static_cast<size_t>(c));
     size_t es = dtype_size(x.dtype());
-    const char* xp = static_cast<const char*>(x.raw());
-    const char* rp = c_.residual ? static_cast<const char*>(in.back()->raw()) : nullptr;
     char* yp = static_cast<char*>(y.raw());
+    // Row r (batch item r / c, channel r % c) of a tensor holding these channels from `from` on.
+    auto rows_of = [&](const Tensor* t, int64_t from) {
+      const char* p = t ? static_cast<const char*>(t->raw()) : nullptr;
+      const int64_t total = t ? t->dim(1) : c, off = std::max<int64_t>(from, 0);
+      return [p, total, off, c, s, es](int64_t r) {
+        return p ? p + ((r / c) * total + off + r % c) * s * static_cast<int64_t>(es) : nullptr;
+      };
+    };
+    const auto x_row = rows_of(&x, c_.x_from);
+    const auto r_row = rows_of(c_.residual ? in.back() : nullptr, c_.residual_from);
     if (c_.kind == NormKind::batch) {
       std::vector<double> mean = ref::to_f64(*in[3]), var = ref::to_f64(*in[4]);
       for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
@@ -89,9 +101,10 @@ class NormCpuOp : public CpuOp {
       }
       parallel_rows(ctx, n * c, s, kChunkElems, [&](int64_t r, int64_t b, int64_t e) {
         size_t k = static_cast<size_t>(r % c);
-        int64_t at = (r * s + b) * static_cast<int64_t>(es);
-        elt_->affine(xp + at, rp ? rp + at : nullptr, yp + at, e - b, shift[k], mul[k], add[k],
-                     c_.act, c_.residual_after_act);
+        const int64_t at = b * static_cast<int64_t>(es);
+        const char* res = r_row(r);
+        elt_->affine(x_row(r) + at, res ? res + at : nullptr, yp + r * s * es + at, e - b, shift[k],
+                     mul[k], add[k], c_.act, c_.residual_after_act);
       });
       return;
     }
@@ -118,11 +131,14 @@ class NormCpuOp : public CpuOp {
       const int64_t r = b * cg + rr, ch = r % c;
       const size_t p = static_cast<size_t>(c_.per_group_affine ? ch / cg : ch);
       const AffineArgs f = affine_args(mean, rstd, scale[p] * rstd, bias[p], x.dtype());
-      const int64_t at = (r * s + i0) * static_cast<int64_t>(es);
-      elt_->affine(xp + at, rp ? rp + at : nullptr, yp + at, i1 - i0, f.shift, f.scale, f.bias,
+      const int64_t at = i0 * static_cast<int64_t>(es);
+      const char* res = r_row(r);
+      elt_->affine(x_row(r) + at, res ? res + at : nullptr,
+                   yp + r * s * static_cast<int64_t>(es) + at, i1 - i0, f.shift, f.scale, f.bias,
                    c_.act, c_.residual_after_act);
     };
-    auto block_at = [&](int64_t b) { return xp + b * len * static_cast<int64_t>(es); };
+    // A block's cg channels follow each other in its batch item.
+    auto block_at = [&](int64_t b) { return x_row(b * cg); };
 
     const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
     if (threads > 1 && blocks % threads == 0) {
@@ -220,6 +236,8 @@ Lowering norm(NormKind kind, bool fused) {
       if (c.residual &&
           ctx.input_dtype(static_cast<int>(n.inputs.size()) - 1) != ctx.input_dtype(0))
         return nullptr;
+      if (n.attrs.has(kFusedXFrom)) c.x_from = n.attrs.get_int(kFusedXFrom, 0);
+      if (n.attrs.has(kFusedResidualFrom)) c.residual_from = n.attrs.get_int(kFusedResidualFrom, 0);
     }
     DType t = ctx.input_dtype(0);
     return std::make_unique<NormCpuOp>(std::move(ref), c, eltwise_kernels(t, ctx.isa),

@@ -188,19 +188,6 @@ class FusedConvOp : public Op {
       }
   }
 
-  // Channels [from, from + count) of t, as a tensor of their own.
-  static Tensor channel_window(const Tensor& t, int64_t from, int64_t count) {
-    Shape shape = t.shape();
-    shape[1] = count;
-    Tensor w = Tensor::empty(t.dtype(), shape);
-    const int64_t plane = t.dim(1) == 0 ? 0 : t.numel() / (t.dim(0) * t.dim(1));
-    int64_t at = 0;
-    for (int64_t n = 0; n < t.dim(0); ++n)
-      for (int64_t i = 0; i < count * plane; ++i)
-        ref::store(w, at++, ref::load(t, (n * t.dim(1) + from) * plane + i));
-    return w;
-  }
-
   Tensor join_parts(const std::vector<const Tensor*>& in) const {
     Shape shape = in[0]->shape();
     shape[1] = 0;
@@ -231,6 +218,18 @@ class FusedConvOp : public Op {
 };
 
 }  // namespace
+
+Tensor channel_window(const Tensor& t, int64_t from, int64_t count) {
+  Shape shape = t.shape();
+  shape[1] = count;
+  Tensor w = Tensor::empty(t.dtype(), shape);
+  const int64_t plane = t.dim(0) * t.dim(1) == 0 ? 0 : t.numel() / (t.dim(0) * t.dim(1));
+  int64_t at = 0;
+  for (int64_t n = 0; n < t.dim(0); ++n)
+    for (int64_t i = 0; i < count * plane; ++i)
+      ref::store(w, at++, ref::load(t, (n * t.dim(1) + from) * plane + i));
+  return w;
+}
 
 FusedEpilogue FusedEpilogue::from_attrs(const ir::Attributes& a) {
   FusedEpilogue e;

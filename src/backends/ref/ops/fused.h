@@ -65,6 +65,10 @@ struct FusedEpilogue {
   }
 };
 
+/// Channels [from, from + count) of t (rank 2 or more), as a tensor of their own: what x_from and
+/// residual_from read, in the reference ops.
+Tensor channel_window(const Tensor& t, int64_t from, int64_t count);
+
 /// The plain Conv (ConvTranspose) node inside a voxrt.FusedConv (FusedConvTranspose) node: its
 /// first three inputs and the convolution's attributes.
 ir::Node fused_conv_inner_node(const ir::Node& fused);

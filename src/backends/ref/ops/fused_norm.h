@@ -6,6 +6,10 @@
 // values before the activation (a residual block's norm -> Add -> activation: nnU-Net's ResEnc),
 // or after it with "residual_after_activation" = 1 (kResidualAfterActivation, as FusedConv's:
 // MONAI's residual units end in norm -> activation -> Add).
+// FusedBatchNorm and FusedInstanceNorm take FusedConv's `x_from` and `residual_from`
+// (backends/ref/ops/fused.h): X is the C channels (scale's) of input 0 from channel x_from on, the
+// residual C channels of the last input from channel residual_from on (a Split's outputs read in
+// place, passes/read_split_in_place.cpp: MONAI's residual units with InstanceNorm).
 #pragma once
 
 #include <string>
