@@ -211,7 +211,7 @@ class GemmConvTransposeOp : public CpuOp {
     // X's parts (a fused Concat): input 0, then the inputs after the empty residual slot. The
     // gather form reads them in place; the scatter form (groups, dilation) from a joined copy.
     std::vector<const Tensor*> parts = {&x};
-    parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
+    if (parts_ > 1) parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
     const ConvInput input(std::move(parts));
     if (gather_)
       gather_->run(ctx, w, input, y);
