@@ -656,17 +656,19 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
             continue;
           }
           zero_around(dst, plane, xlen, bb, iy0 - lo[1], iy1 - lo[1], ix0 - wlo_, ix1 - wlo_);
+          // The pack's channels' input plane iz, from X's part each is in.
           const int64_t c0 = pack * kp;
+          const int64_t at = (iz * x_plane + ix0) * static_cast<int64_t>(es),
+                        row_bytes = in_w * static_cast<int64_t>(es);
+          const uint8_t* first = x.plane(n, c0) + at;
+          const uint8_t* second = kp == 2 && c0 + 1 < c_ ? x.plane(n, c0 + 1) + at : nullptr;
           for (int64_t iy = iy0; iy < iy1; ++iy) {
             uint8_t* row = dst + ((iy - lo[1]) * xlen + ix0 - wlo_) * static_cast<int64_t>(bb);
-            auto src = [&](int64_t c) {
-              return x.plane(n, c) + (iz * x_plane + iy * in_w + ix0) * static_cast<int64_t>(es);
-            };
             if (kp == 2)
-              g_.to_panel_pair(src(c0), c0 + 1 < c_ ? src(c0 + 1) : nullptr, row,
-                               static_cast<size_t>(ix1 - ix0));
+              g_.to_panel_pair(first + iy * row_bytes, second ? second + iy * row_bytes : nullptr,
+                               row, static_cast<size_t>(ix1 - ix0));
             else
-              g_.to_panel(src(c0), row, static_cast<size_t>(ix1 - ix0));
+              g_.to_panel(first + iy * row_bytes, row, static_cast<size_t>(ix1 - ix0));
           }
         }
       });
