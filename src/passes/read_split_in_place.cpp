@@ -81,14 +81,27 @@ bool reads_window(const ir::Graph& g, const ir::Node& c, int v, int64_t channels
 // one's output by its norm, the residual one's by the second norm).
 void read_split_in_place(ir::Graph& g) {
   const auto consumers = g.consumers();
+  const auto producers = g.producers();
   std::vector<char> drop(g.nodes.size(), 0);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const ir::Node& sp = g.nodes[k];
     if (sp.op_type != "Split" || !sp.domain.empty() || sp.inputs.empty() || sp.inputs[0] < 0 ||
-        sp.attrs.get_int("axis", 0) != 1)
+        sp.attrs.get_int("axis", 0) != 1 || producers[static_cast<size_t>(sp.inputs[0])] < 0)
       continue;
     const std::vector<int64_t> sizes = split_sizes(g, sp);
     if (sizes.size() != sp.outputs.size()) continue;
+    // The sizes must cover the input's channels, which its producer says (a convolution's
+    // constant weights, as fuse-sibling-convs makes them): where they would not, the Split stays
+    // and refuses the model when it is planned.
+    const ir::Node& from_node =
+        g.nodes[static_cast<size_t>(producers[static_cast<size_t>(sp.inputs[0])])];
+    const bool conv = (from_node.op_type == "Conv" && from_node.domain.empty()) ||
+                      (from_node.op_type == "FusedConv" && from_node.domain == kInternalDomain &&
+                       !from_node.attrs.has(kFusedHead));
+    const Tensor* w = conv && from_node.has_input(1) ? g.constant(from_node.inputs[1]) : nullptr;
+    int64_t total = 0;
+    for (int64_t v : sizes) total += v;
+    if (!w || w->rank() < 1 || w->dim(0) != total) continue;
     bool ok = true;
     for (size_t o = 0; ok && o < sp.outputs.size(); ++o) {
       const int v = sp.outputs[o];

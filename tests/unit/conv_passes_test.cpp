@@ -394,14 +394,15 @@ TEST(FuseSiblingConvs, FixtureMonaiResidualUnits) {
   }
 }
 
-// x -> Conv (4 -> 11, 3x3) -> Split [6, 5] (the attribute before opset 13, the input after) -> a,
-// b; y = LeakyRelu(Conv(a, 6 -> 5)) + b, which fuse-conv-epilogue makes one FusedConv reading a
-// as X and b as its residual. With `also`, b is read by a Sigmoid as well, a second output.
-ir::Graph split_graph(int opset, bool also) {
+// x -> Conv (4 -> 11, 3x3; `produced` channels) -> Split [6, 5] (the attribute before opset 13,
+// the input after) -> a, b; y = LeakyRelu(Conv(a, 6 -> 5)) + b, which fuse-conv-epilogue makes
+// one FusedConv reading a as X and b as its residual. With `also`, b is read by a Sigmoid as
+// well, a second output.
+ir::Graph split_graph(int opset, bool also, int64_t produced = 11) {
   ModelBuilder b(opset);
   b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 4, 7, 9});
-  b.initializer("w0", {11, 4, 3, 3}, pattern(11 * 4 * 9, 7));
-  b.initializer("b0", {11}, pattern(11, 8));
+  b.initializer("w0", {produced, 4, 3, 3}, pattern(static_cast<size_t>(produced) * 4 * 9, 7));
+  b.initializer("b0", {produced}, pattern(static_cast<size_t>(produced), 8));
   b.initializer("w1", {5, 6, 3, 3}, pattern(5 * 6 * 9, 9));
   ModelBuilder::attr_ints(b.node("Conv", {"x", "w0", "b0"}, {"t"}), "pads", {1, 1, 1, 1});
   std::vector<std::string> split_in = {"t"};
@@ -449,13 +450,16 @@ TEST(ReadSplitInPlace, ConvReadsXAndResidualFromTheSplitsInput) {
   }
 }
 
-// Left alone: a Split with an output read by another op.
+// Left alone: a Split with an output read by another op, and one whose sizes do not cover its
+// input's channels (12, not 11: the model is refused when planned, as without the pass).
 TEST(ReadSplitInPlace, LeavesSplitsReadOtherwiseAlone) {
-  ir::Graph g = split_graph(17, true);
-  const size_t nodes = g.nodes.size();
-  read_split_in_place(g);
-  EXPECT_EQ(count_ops(g, "Split"), 1);
-  EXPECT_EQ(g.nodes.size(), nodes);
+  for (const ir::Graph& before : {split_graph(17, true), split_graph(17, false, 12)}) {
+    ir::Graph g = before;
+    const size_t nodes = g.nodes.size();
+    read_split_in_place(g);
+    EXPECT_EQ(count_ops(g, "Split"), 1);
+    EXPECT_EQ(g.nodes.size(), nodes);
+  }
 }
 
 // MONAI's UNet: the three Splits after its joint residual-unit convolutions go, each unit's
