@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/batch_split.h"
+
 namespace voxrt {
 
 namespace {
@@ -156,6 +158,7 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
   for (size_t k = 0; k < g.nodes.size() && k < m.ops.size(); ++k)
     overwrite[k] = m.ops[k] && m.ops[k]->may_overwrite_input();
   plan_arena(g, p, overwrite);
+  p.batch_items = separable_batch(g, p);
   return p;
 }
 

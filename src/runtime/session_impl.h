@@ -42,8 +42,10 @@ struct Session::Impl {
   std::vector<Shape> input_shapes(const std::vector<NamedTensor>& in) const;
   /// Per graph input: the tensor if its values join the plan key, else nullptr.
   std::vector<const Tensor*> shape_values(const std::vector<NamedTensor>& in) const;
+  /// With `split`, a batch whose every step is per item (runtime/batch_split.h) runs a group of
+  /// items at a time (one item on one thread, two a thread on more).
   void execute(const std::vector<NamedTensor>& in, std::vector<Tensor>& out, bool caller_outputs,
-               const ValueObserver* observe = nullptr) const;
+               const ValueObserver* observe = nullptr, bool split = true) const;
 };
 
 }  // namespace voxrt
