@@ -24,6 +24,12 @@ Tensor vec(DType t, int64_t n, std::mt19937& rng, double lo, double hi) {
   return random_tensor(t, {n}, rng, lo, hi);
 }
 
+// BatchNormalization's running mean and variance, c of each.
+void batch_stats(OneNode& n, DType t, int64_t c, std::mt19937& rng) {
+  n.constant("mean", vec(t, c, rng, -1, 1));
+  n.constant("var", vec(t, c, rng, 0.2, 2));
+}
+
 class Norm : public testing::TestWithParam<Isa> {};
 
 // Runs `op` (domain `domain`) on X of `shape` around `offset` with per-channel (or per-group)
@@ -47,15 +53,15 @@ TEST_P(Norm, BatchNormalization) {
     for (DType t : {DType::f32, DType::f16})
       for (const Shape& s : shapes()) {
         bool fused = *act != 0;
-        CpuRun r = run_norm(GetParam(), fused ? "FusedBatchNorm" : "BatchNormalization",
-                            fused ? "voxrt" : "", 15, t, s, 1.0, s[1],
-                            [&](OneNode& n) {
-                              n.constant("mean", vec(t, s[1], rng, -1, 1));
-                              n.constant("var", vec(t, s[1], rng, 0.2, 2));
-                              n.attr_float("epsilon", 1e-3f);
-                              if (fused) n.attr_string("activation", act);
-                            },
-                            rng);
+        CpuRun r = run_norm(
+            GetParam(), fused ? "FusedBatchNorm" : "BatchNormalization", fused ? "voxrt" : "", 15,
+            t, s, 1.0, s[1],
+            [&](OneNode& n) {
+              batch_stats(n, t, s[1], rng);
+              n.attr_float("epsilon", 1e-3f);
+              if (fused) n.attr_string("activation", act);
+            },
+            rng);
         EXPECT_NE(r.kernel, "ref");
         EXPECT_LT(r.error, tolerance(t)) << act << " " << dtype_name(t) << " " << shape_str(s)
                                          << " " << r.kernel;
@@ -137,10 +143,7 @@ TEST_P(Norm, FusedResidual) {
             CpuRun r = run_norm(
                 GetParam(), op, "voxrt", kind == "FusedBatchNorm" ? 15 : 21, t, s, 1.0, s[1],
                 [&](OneNode& n) {
-                  if (kind == "FusedBatchNorm") {
-                    n.constant("mean", vec(t, s[1], rng, -1, 1));
-                    n.constant("var", vec(t, s[1], rng, 0.2, 2));
-                  }
+                  if (kind == "FusedBatchNorm") batch_stats(n, t, s[1], rng);
                   if (kind == "FusedGroupNorm") n.attr_int("num_groups", groups);
                   n.input("r", random_tensor(t, s, rng, -1.5, 1.5));
                   n.attr_int("residual", 1);
@@ -177,10 +180,7 @@ TEST_P(Norm, FusedWindows) {
         CpuRun r = run_norm(
             GetParam(), op, "voxrt", kind == "FusedBatchNorm" ? 15 : 17, t, wide, 1.0, s[1],
             [&](OneNode& n) {
-              if (kind == "FusedBatchNorm") {
-                n.constant("mean", vec(t, s[1], rng, -1, 1));
-                n.constant("var", vec(t, s[1], rng, 0.2, 2));
-              }
+              if (kind == "FusedBatchNorm") batch_stats(n, t, s[1], rng);
               n.attr_string("activation", "LeakyRelu");
               n.attr_float("alpha", 0.05f);
               n.attr_int(kFusedXFrom, x_from);

@@ -7,23 +7,14 @@
 
 #include <cstdlib>
 #include <functional>
-#include <random>
 
-#include "backends/ref/tensor_math.h"
 #include "model_builder.h"
+#include "passes_test_util.h"
 #include "runtime/compile.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::test {
 namespace {
-
-std::vector<float> random_values(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // x (N x 4 x 6 x 7, N free unless `fixed`) -> Conv -> InstanceNormalization -> LeakyRelu ->
 // MaxPool -> Resize x2 -> Concat with the conv's output -> Conv -> `tail` -> y.
@@ -33,10 +24,10 @@ std::string model(const std::function<void(ModelBuilder&)>& tail = {}, bool fixe
     b.input("x", onnx::TensorProto::FLOAT, {int64_t{3}, int64_t{4}, int64_t{6}, int64_t{8}});
   else
     b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), int64_t{4}, int64_t{6}, int64_t{8}});
-  b.initializer("w1", {5, 4, 3, 3}, random_values(180, 1));
-  b.initializer("w2", {3, 10, 3, 3}, random_values(270, 2));
-  b.initializer("scale", {5}, random_values(5, 3));
-  b.initializer("bias", {5}, random_values(5, 4));
+  b.initializer("w1", {5, 4, 3, 3}, pattern(180, 1));
+  b.initializer("w2", {3, 10, 3, 3}, pattern(270, 2));
+  b.initializer("scale", {5}, pattern(5, 3));
+  b.initializer("bias", {5}, pattern(5, 4));
   b.initializer("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
   ModelBuilder::attr_ints(b.node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
   b.node("InstanceNormalization", {"c1", "scale", "bias"}, {"n1"});
@@ -83,7 +74,7 @@ TEST(BatchSplit, OpsAcrossItemsKeepTheBatchWhole) {
        }},
       {"a constant with a row per item",
        [](ModelBuilder& b) {
-         b.initializer("rows", {3, 3, 6, 8}, random_values(3 * 3 * 6 * 8, 9));
+         b.initializer("rows", {3, 3, 6, 8}, pattern(3 * 3 * 6 * 8, 9));
          b.node("Mul", {"c2", "rows"}, {"y"});
        }},
       {"Concat along the batch axis",
@@ -101,23 +92,12 @@ TEST(BatchSplit, OpsAcrossItemsKeepTheBatchWhole) {
 // and into the caller's buffers; the arena of one group instead of the whole batch's.
 TEST(BatchSplit, ItemByItemMatchesTheWholeBatch) {
   const std::string bytes = model();
-  Tensor x = Tensor::empty(DType::f32, {5, 4, 6, 8});
-  std::vector<float> xv = random_values(static_cast<size_t>(x.numel()), 5);
-  std::copy(xv.begin(), xv.end(), x.data<float>());
+  const Tensor x = random_input({5, 4, 6, 8}, 5);
   SessionOptions ref_options;
   ref_options.backend = Backend::reference;
   ref_options.optimize = false;
   Session ref(bytes.data(), bytes.size(), ref_options);
-  const std::vector<double> want = ref::to_f64(ref.run({{"x", x}})[0]);
-  auto rel_l2 = [&](const Tensor& got) {
-    std::vector<double> g = ref::to_f64(got);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      num += (g[i] - want[i]) * (g[i] - want[i]);
-      den += want[i] * want[i];
-    }
-    return std::sqrt(num / den);
-  };
+  const Tensor want = ref.run({{"x", x}})[0];
   for (int threads : {1, 2}) {
     SessionOptions o;
     o.threads = threads;
@@ -131,9 +111,9 @@ TEST(BatchSplit, ItemByItemMatchesTheWholeBatch) {
     Tensor whole = s.run({{"x", x}})[0];
     const int64_t whole_bytes = s.summary({{"x", Shape{5, 4, 6, 8}}}).activation_bytes;
     unsetenv("VOXRT_WHOLE_BATCH");
-    EXPECT_LT(rel_l2(split), 1e-5) << threads << " threads";
-    EXPECT_LT(rel_l2(outs[0].tensor), 1e-5) << threads << " threads, into the caller's buffer";
-    EXPECT_LT(rel_l2(whole), 1e-5) << threads << " threads, whole";
+    EXPECT_LT(rel_l2(split, want), 1e-5) << threads << " threads";
+    EXPECT_LT(rel_l2(outs[0].tensor, want), 1e-5) << threads << " threads, the caller's buffer";
+    EXPECT_LT(rel_l2(whole, want), 1e-5) << threads << " threads, whole";
     // One group's arena (one item, or four) and the batch's output, against five items' arena.
     EXPECT_LT(split_bytes, threads == 1 ? whole_bytes / 2 : whole_bytes)
         << threads << " threads: " << split_bytes << " against " << whole_bytes;
