@@ -25,8 +25,8 @@ struct Plan {
   std::vector<int64_t> arena_offset;  // per value id: byte offset, -1 if not in the arena
   int64_t arena_bytes = 0;
   std::vector<char> skip_step;  // per step: a Concat or Split whose values are slices (arena)
-  // N where the run may go one batch item at a time on the batch-1 plan, else 0
-  // (runtime/batch_split.h).
+  // N where every step is per item, so the run may go a group of items at a time, each group on
+  // its own plan, else 0 (runtime/batch_split.h).
   int64_t batch_items = 0;
 };
 
