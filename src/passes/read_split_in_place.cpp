@@ -124,7 +124,7 @@ void read_split_in_place(ir::Graph& g) {
         for (size_t i = 0; i < c.inputs.size(); ++i) {
           if (c.inputs[i] != v) continue;
           c.inputs[i] = sp.inputs[0];
-          c.attrs.set_int(i == 0 ? kFusedXFrom : kFusedResidualFrom, from);  // else the residual
+          c.attrs.set_int(i == 0 ? kFusedXFrom : kFusedResidualFrom, from);
         }
       }
       from += sizes[o];
