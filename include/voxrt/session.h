@@ -85,6 +85,9 @@ struct NodeProfile {
   /// node came to the memory bandwidth.
   int64_t bytes = 0;
   std::vector<Shape> output_shapes;
+  /// A batch that runs a group of items at a time (where every node computes each item on its
+  /// own) lists each node once a group: the first batch item of the group this entry timed.
+  int64_t first_item = 0;
 };
 
 /// What a model is and costs at given input shapes.

@@ -182,10 +182,10 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
 
   // Where every step computes each item from its own (runtime/batch_split.h), a batch of more
   // items than a group holds (batch_group) runs a group at a time, each group's plan on views of
-  // the inputs' and outputs' items, in the arena of one group. Not under profiling or an
-  // observer, which report the batch's nodes whole.
+  // the inputs' and outputs' items, in the arena of one group; profiled, each group's nodes
+  // (NodeProfile::first_item). Not under an observer, which sees the batch's values whole.
   const int64_t group = batch_group(pool.get());
-  if (split && plan->batch_items > group && !options.profiling && !observe && !whole_batch()) {
+  if (split && plan->batch_items > group && !observe && !whole_batch()) {
     const int64_t items = plan->batch_items;
     if (!caller_outputs) {
       out.clear();
@@ -201,13 +201,29 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
       return Tensor::view(t.dtype(), shape,
                           static_cast<uint8_t*>(const_cast<void*>(t.raw())) + i * bytes);
     };
+    std::vector<NodeProfile> profile;
+    const auto start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < items; i += group) {
       const int64_t count = std::min(group, items - i);
       std::vector<NamedTensor> group_in;
       for (const NamedTensor& t : in) group_in.push_back({t.name, items_of(t.tensor, i, count)});
       std::vector<Tensor> group_out;
       for (const Tensor& t : out) group_out.push_back(items_of(t, i, count));
+      const double at_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       execute(group_in, group_out, true, nullptr, false);
+      if (!options.profiling) continue;
+      std::lock_guard<std::mutex> lock(profile_mutex);
+      for (NodeProfile& np : last_profile) {
+        np.start_ms += at_ms;
+        np.first_item = i;
+        profile.push_back(std::move(np));
+      }
+    }
+    if (options.profiling) {
+      std::lock_guard<std::mutex> lock(profile_mutex);
+      last_profile = std::move(profile);
     }
     return;
   }

@@ -120,5 +120,39 @@ TEST(BatchSplit, ItemByItemMatchesTheWholeBatch) {
   }
 }
 
+// Profiled, a batch of three on one thread lists each node once an item, in order, the item's
+// first batch item marked; the groups' MACs add up to the whole batch's.
+TEST(BatchSplit, ProfileListsEachGroupsNodes) {
+  const std::string bytes = model();
+  SessionOptions o;
+  o.profiling = true;
+  Session s(bytes.data(), bytes.size(), o);
+  const Tensor x = random_input({3, 4, 6, 8}, 6);
+  s.run({{"x", x}});
+  const std::vector<NodeProfile> groups = s.last_profile();
+  setenv("VOXRT_WHOLE_BATCH", "1", 1);
+  s.run({{"x", x}});
+  unsetenv("VOXRT_WHOLE_BATCH");
+  const std::vector<NodeProfile> whole = s.last_profile();
+  ASSERT_FALSE(whole.empty());
+  ASSERT_EQ(groups.size(), 3 * whole.size());
+  int64_t group_macs = 0, whole_macs = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const NodeProfile& n = groups[i];
+    EXPECT_EQ(n.node, whole[i % whole.size()].node);
+    EXPECT_EQ(n.first_item, static_cast<int64_t>(i / whole.size()));
+    ASSERT_FALSE(n.output_shapes.empty());
+    EXPECT_EQ(n.output_shapes[0][0], 1);
+    if (i > 0) EXPECT_GE(n.start_ms, groups[i - 1].start_ms);
+    group_macs += n.macs;
+  }
+  for (const NodeProfile& n : whole) {
+    EXPECT_EQ(n.first_item, 0);
+    whole_macs += n.macs;
+  }
+  EXPECT_EQ(group_macs, whole_macs);
+  EXPECT_GT(whole_macs, 0);
+}
+
 }  // namespace
 }  // namespace voxrt::test

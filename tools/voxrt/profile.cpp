@@ -71,6 +71,7 @@ struct PrecisionProfile {
   // relative L2 distance of the node's first float output from the first precision's.
   std::map<std::string, Sampled> samples;
   std::map<std::string, double> node_error;
+  bool grouped = false;  // the batch ran a group of items at a time (NodeProfile::first_item)
 };
 
 template <typename T>
@@ -114,7 +115,13 @@ std::vector<double> float_values(const Tensor& t) {
 std::vector<std::string> node_keys(const std::vector<NodeProfile>& run) {
   std::vector<std::string> keys;
   std::map<std::string, int> seen;
+  int64_t group = 0;
   for (const NodeProfile& n : run) {
+    // A batch run a group of items at a time lists its nodes again for each group: same keys.
+    if (n.first_item != group) {
+      seen.clear();
+      group = n.first_item;
+    }
     std::string k = n.node.empty() ? n.op_type : n.node;
     int c = seen[k]++;
     keys.push_back(c ? k + "#" + std::to_string(c) : k);
@@ -152,6 +159,9 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     std::vector<NodeProfile> prof = s.last_profile();
     std::vector<std::string> keys = node_keys(prof);
+    // A node's time in this run: its groups' times summed where the batch ran a group of items at
+    // a time (its shape is then a group's).
+    std::map<std::string, double> run_ms;
     for (size_t i = 0; i < prof.size(); ++i) {
       auto [it, fresh] = p.nodes.try_emplace(keys[i]);
       NodeStat& st = it->second;
@@ -160,11 +170,15 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
         st.op = prof[i].op_type;
         st.shape = shapes_text(prof[i].output_shapes);
         st.kernel = prof[i].kernel;
-        st.macs = prof[i].macs;
-        st.bytes = prof[i].bytes;
       }
-      st.ms.push_back(prof[i].milliseconds);
+      if (r == 0) {
+        st.macs += prof[i].macs;
+        st.bytes += prof[i].bytes;
+      }
+      p.grouped = p.grouped || prof[i].first_item > 0;
+      run_ms[keys[i]] += prof[i].milliseconds;
     }
+    for (const auto& [key, ms] : run_ms) p.nodes[key].ms.push_back(ms);
   }
   for (auto& [key, st] : p.nodes) {
     st.median_ms = median(st.ms);
@@ -456,6 +470,11 @@ int cmd_profile(const std::string& model, const std::vector<std::string>& shapes
   if (ps.size() > 1)
     std::printf("; %s/%s = %s ms over %s ms, above 1 where %s is faster", ps[1].label.c_str(),
                 ps[0].label.c_str(), ps[0].label.c_str(), ps[1].label.c_str(), ps[1].label.c_str());
+  if (ps[0].grouped)
+    std::printf(
+        "\nthe batch ran a group of items at a time (every node computes each item on its own):"
+        " a row's\nshape is a group's, its time the groups' sum (VOXRT_WHOLE_BATCH=1 runs the "
+        "batch whole)");
   std::printf(
       "\nGB/s: activation bytes a node read and wrote (its inputs and outputs at their storage "
       "types,\nweights excluded) per second. A node near the machine's memory bandwidth "
