@@ -399,5 +399,46 @@ TEST(ConvLowering, DeclinesWhatTheKernelsDoNotCover) {
   EXPECT_EQ(lowered_name(t, DType::f32, true), "ref");
 }
 
+// Window attributes the fused ops refuse, naming the node: a negative first channel, a window of
+// X in parts, residual_from without a residual, windows on a FusedGroupNorm.
+TEST(ConvLowering, RefusesBadWindows) {
+  std::mt19937 rng(2);
+  ConvCase c;
+  c.op = "FusedConv";
+  c.x = {1, 2, 5, 5};
+  c.w = {3, 2, 3, 3};
+  Built b;
+  ASSERT_TRUE(build(c, DType::f32, rng, b));
+  auto refusal = [&](const ir::Node& n) -> std::string {
+    try {
+      OpRegistry::instance().create(n, b.graph);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ir::Node n = b.graph.nodes[0];
+  n.attrs.set_int(kFusedXFrom, -2);
+  EXPECT_NE(refusal(n).find("x_from -2"), std::string::npos) << refusal(n);
+  EXPECT_NE(refusal(n).find("n0"), std::string::npos) << refusal(n);
+  n.attrs.set_int(kFusedXFrom, 1);
+  n.attrs.set_int("x_parts", 2);
+  n.inputs = {n.inputs[0], n.inputs[1], n.inputs[2], -1, n.inputs[0]};
+  EXPECT_NE(refusal(n).find("one part"), std::string::npos) << refusal(n);
+  n = b.graph.nodes[0];
+  n.attrs.set_int(kFusedResidualFrom, 0);
+  EXPECT_NE(refusal(n).find("without a residual"), std::string::npos) << refusal(n);
+  n = b.graph.nodes[0];
+  n.attrs.set_int(kFusedXFrom, 0);
+  EXPECT_EQ(refusal(n), "");  // a window from channel 0 stands
+  n.op_type = "FusedGroupNorm";
+  n.opset = 21;
+  n.attrs.items.clear();
+  n.attrs.set_int("num_groups", 1);
+  n.attrs.set_int(kFusedXFrom, 0);
+  EXPECT_NE(refusal(n).find("FusedBatchNorm and FusedInstanceNorm"), std::string::npos)
+      << refusal(n);
+}
+
 }  // namespace
 }  // namespace voxrt::cpu::conv_cases

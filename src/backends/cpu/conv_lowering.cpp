@@ -164,12 +164,10 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
     return nullptr;
   }
   Windows windows;
-  if (fused && node.attrs.has(kFusedXFrom)) {
-    windows.x_from = node.attrs.get_int(kFusedXFrom, 0);
+  if (fused) {
+    windows.x_from = window_from(node.attrs, kFusedXFrom);
     windows.x_channels = a.w->dim(1) * a.group;
-  }
-  if (fused && node.attrs.has(kFusedResidualFrom)) {
-    windows.residual_from = node.attrs.get_int(kFusedResidualFrom, 0);
+    windows.residual_from = window_from(node.attrs, kFusedResidualFrom);
     windows.residual_channels = m;
   }
   if ((windows.x_from >= 0 && parts != 1) || (windows.residual_from >= 0 && !residual))

@@ -236,8 +236,8 @@ Lowering norm(NormKind kind, bool fused) {
       if (c.residual &&
           ctx.input_dtype(static_cast<int>(n.inputs.size()) - 1) != ctx.input_dtype(0))
         return nullptr;
-      if (n.attrs.has(kFusedXFrom)) c.x_from = n.attrs.get_int(kFusedXFrom, 0);
-      if (n.attrs.has(kFusedResidualFrom)) c.residual_from = n.attrs.get_int(kFusedResidualFrom, 0);
+      c.x_from = window_from(n.attrs, kFusedXFrom);
+      c.residual_from = window_from(n.attrs, kFusedResidualFrom);
     }
     DType t = ctx.input_dtype(0);
     return std::make_unique<NormCpuOp>(std::move(ref), c, eltwise_kernels(t, ctx.isa),

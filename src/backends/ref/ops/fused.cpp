@@ -219,6 +219,15 @@ class FusedConvOp : public Op {
 
 }  // namespace
 
+int64_t window_from(const ir::Attributes& a, const char* name) {
+  if (!a.has(name)) return -1;
+  const int64_t from = a.get_int(name, 0);
+  if (from < 0)
+    throw Error(a.where + ": " + name + " " + std::to_string(from) +
+                ": a first channel of 0 or more expected");
+  return from;
+}
+
 Tensor channel_window(const Tensor& t, int64_t from, int64_t count) {
   Shape shape = t.shape();
   shape[1] = count;
@@ -294,19 +303,14 @@ void register_fused_ops(OpRegistry& r) {
     if (f32_out && (c.node.attrs.get_int(kFusedCastTo, 0) != 1 || c.node.op_type != "FusedConv"))
       c.fail("a fused Cast ('to' = " + std::to_string(c.node.attrs.get_int(kFusedCastTo, 0)) +
              ") must be to float32 (1), after a FusedConv");
-    const bool x_window = c.node.attrs.has(kFusedXFrom),
-               residual_window = c.node.attrs.has(kFusedResidualFrom);
-    const int64_t x_from = x_window ? c.node.attrs.get_int(kFusedXFrom, 0) : -1,
-                  residual_from =
-                      residual_window ? c.node.attrs.get_int(kFusedResidualFrom, 0) : -1;
-    if ((x_window || residual_window) && c.node.op_type != "FusedConv")
+    const int64_t x_from = window_from(c.node.attrs, kFusedXFrom),
+                  residual_from = window_from(c.node.attrs, kFusedResidualFrom);
+    if ((x_from >= 0 || residual_from >= 0) && c.node.op_type != "FusedConv")
       c.fail("x_from and residual_from need a FusedConv");
-    if (x_window && (x_from < 0 || parts != 1))
+    if (x_from >= 0 && parts != 1)
       c.fail("x_from " + std::to_string(x_from) + " with x_parts " + std::to_string(parts) +
-             ": a window of X needs X in one part and a first channel of 0 or more");
-    if (residual_window && (residual_from < 0 || !residual))
-      c.fail("residual_from " + std::to_string(residual_from) +
-             " needs a residual and a first channel of 0 or more");
+             ": a window of X needs X in one part");
+    if (residual_from >= 0 && !residual) c.fail("residual_from without a residual");
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
                                          residual, after, parts, f32_out, head, head_softmax,
                                          c.node.attrs.get_int("group", 1), x_from, residual_from);

@@ -65,6 +65,10 @@ struct FusedEpilogue {
   }
 };
 
+/// A window attribute (kFusedXFrom, kFusedResidualFrom) of a fused node: its first channel, or -1
+/// where it is absent (the input read whole). Throws naming the node where it is negative.
+int64_t window_from(const ir::Attributes& a, const char* name);
+
 /// Channels [from, from + count) of t (rank 2 or more), as a tensor of their own: what x_from and
 /// residual_from read, in the reference ops.
 Tensor channel_window(const Tensor& t, int64_t from, int64_t count);

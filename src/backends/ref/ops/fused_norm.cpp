@@ -136,17 +136,11 @@ void register_fused_norm_ops(OpRegistry& r) {
             const bool residual = c.node.attrs.get_int(kNormResidual, 0) != 0;
             const bool after = c.node.attrs.get_int(kResidualAfterActivation, 0) != 0;
             if (after && !residual) c.fail("residual_after_activation without a residual");
-            const bool x_window = c.node.attrs.has(kFusedXFrom),
-                       residual_window = c.node.attrs.has(kFusedResidualFrom);
-            const int64_t x_from = x_window ? c.node.attrs.get_int(kFusedXFrom, 0) : -1,
-                          residual_from =
-                              residual_window ? c.node.attrs.get_int(kFusedResidualFrom, 0) : -1;
-            if ((x_window || residual_window) && c.node.op_type == "FusedGroupNorm")
+            const int64_t x_from = window_from(c.node.attrs, kFusedXFrom),
+                          residual_from = window_from(c.node.attrs, kFusedResidualFrom);
+            if ((x_from >= 0 || residual_from >= 0) && c.node.op_type == "FusedGroupNorm")
               c.fail("x_from and residual_from are for FusedBatchNorm and FusedInstanceNorm");
-            if ((x_window && x_from < 0) || (residual_window && (residual_from < 0 || !residual)))
-              c.fail("x_from " + std::to_string(x_from) + ", residual_from " +
-                     std::to_string(residual_from) +
-                     ": first channels of 0 or more, residual_from with a residual");
+            if (residual_from >= 0 && !residual) c.fail("residual_from without a residual");
             return std::make_unique<FusedNormOp>(std::move(norm),
                                                  FusedEpilogue::from_attrs(c.node.attrs), residual,
                                                  after, x_from, residual_from);
