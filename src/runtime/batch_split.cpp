@@ -81,7 +81,10 @@ bool parameter(const ir::Node& node, size_t i) {
   if (i == 0) return false;
   if (op == "Conv" || op == "ConvTranspose" || op == "FusedConv" || op == "FusedConvTranspose")
     return i <= 2;
-  if (op.find("Norm") != std::string::npos)  // all but a fused norm's residual, its last input
+  const bool norm = op == "BatchNormalization" || op == "InstanceNormalization" ||
+                    op == "GroupNormalization" || op == "FusedBatchNorm" ||
+                    op == "FusedInstanceNorm" || op == "FusedGroupNorm";
+  if (norm)  // scale, bias and statistics; not a fused norm's residual, its last input
     return !(node.attrs.get_int("residual", 0) != 0 && i + 1 == node.inputs.size());
   return op == "Resize" || op == "Upsample" || op == "Clip" || op == "Split" || op == "PRelu";
 }
