@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "runtime/plan.h"
 
@@ -15,6 +16,16 @@ int64_t bytes_of(const ir::Graph& g, const Plan& p, int v) {
   return (b + kAlign - 1) / kAlign * kAlign;
 }
 
+// The class of a value for thread_classes: the bytes of one channel of one batch item (the
+// product of the dims past N and C) for values of rank 3 and more, else 0.
+int64_t thread_class(const ir::Graph& g, const Plan& p, int v) {
+  const Shape& s = p.shapes[static_cast<size_t>(v)];
+  if (s.size() < 3) return 0;
+  int64_t n = 1;
+  for (size_t d = 2; d < s.size(); ++d) n *= s[d];
+  return n * static_cast<int64_t>(dtype_size(*g.values[static_cast<size_t>(v)].dtype));
+}
+
 struct Block {
   int value;
   int first, last;  // steps, inclusive
@@ -23,7 +34,7 @@ struct Block {
 
 }  // namespace
 
-void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite) {
+void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite, int64_t threads) {
   size_t nv = g.values.size();
   p.arena_offset.assign(nv, -1);
   p.skip_step.assign(p.steps.size(), 0);
@@ -140,30 +151,53 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite)
   (void)last_step;
 
   // Greedy: largest blocks first, each at the lowest offset that overlaps no placed block whose
-  // lifetime intersects its own.
+  // lifetime intersects its own; with threads, a region per class (thread_classes).
   std::vector<size_t> order(blocks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return blocks[a].bytes != blocks[b].bytes ? blocks[a].bytes > blocks[b].bytes : a < b;
   });
-  std::vector<std::pair<int64_t, size_t>> placed;  // (offset, block)
-  for (size_t i : order) {
-    const Block& b = blocks[i];
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (const auto& [off, j] : placed) {
-      const Block& o = blocks[j];
-      if (o.first <= b.last && b.first <= o.last) busy.emplace_back(off, off + o.bytes);
+  auto place = [&](const std::vector<int64_t>& cls) {
+    std::vector<int64_t> at(blocks.size(), 0);
+    std::map<int64_t, int64_t> top;  // class -> bytes its blocks reach
+    std::vector<size_t> placed;
+    for (size_t i : order) {
+      const Block& b = blocks[i];
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (size_t j : placed) {
+        const Block& o = blocks[j];
+        if (cls[j] == cls[i] && o.first <= b.last && b.first <= o.last)
+          busy.emplace_back(at[j], at[j] + o.bytes);
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t off = 0;
+      for (const auto& [lo, hi] : busy) {
+        if (off + b.bytes <= lo) break;
+        off = std::max(off, hi);
+      }
+      placed.push_back(i);
+      at[i] = off;
+      top[cls[i]] = std::max(top[cls[i]], off + b.bytes);
     }
-    std::sort(busy.begin(), busy.end());
-    int64_t off = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (off + b.bytes <= lo) break;
-      off = std::max(off, hi);
+    // The classes' regions one after another.
+    std::map<int64_t, int64_t> base;
+    int64_t bytes = 0;
+    for (const auto& [c, reach] : top) {
+      base[c] = bytes;
+      bytes += reach;
     }
-    placed.emplace_back(off, i);
-    p.arena_offset[static_cast<size_t>(b.value)] = off;
-    p.arena_bytes = std::max(p.arena_bytes, off + b.bytes);
+    for (size_t i = 0; i < blocks.size(); ++i) at[i] += base[cls[i]];
+    return std::make_pair(at, bytes);
+  };
+  auto [at, bytes] = place(std::vector<int64_t>(blocks.size(), 0));
+  if (threads > 1 && bytes <= kThreadClassesMaxBytes) {
+    std::vector<int64_t> cls(blocks.size());
+    for (size_t i = 0; i < blocks.size(); ++i) cls[i] = thread_class(g, p, blocks[i].value);
+    std::tie(at, bytes) = place(cls);
   }
+  for (size_t i = 0; i < blocks.size(); ++i)
+    p.arena_offset[static_cast<size_t>(blocks[i].value)] = at[i];
+  p.arena_bytes = bytes;
   for (const auto& [in, target] : alias)
     p.arena_offset[static_cast<size_t>(in)] =
         p.arena_offset[static_cast<size_t>(target.first)] + target.second;

@@ -56,7 +56,7 @@ std::vector<char> shape_deciding_inputs(const ir::Graph& g) {
 }
 
 Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
-               const std::vector<const Tensor*>& input_values) {
+               const std::vector<const Tensor*>& input_values, int64_t threads) {
   const ir::Graph& g = m.graph;
   Plan p;
   size_t nv = g.values.size();
@@ -157,7 +157,7 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
   std::vector<char> overwrite(g.nodes.size(), 0);
   for (size_t k = 0; k < g.nodes.size() && k < m.ops.size(); ++k)
     overwrite[k] = m.ops[k] && m.ops[k]->may_overwrite_input();
-  plan_arena(g, p, overwrite);
+  plan_arena(g, p, overwrite, threads);
   p.batch_items = separable_batch(g, p);
   return p;
 }

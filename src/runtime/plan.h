@@ -35,14 +35,32 @@ struct Plan {
 /// slice of its output, so the Concat costs no copy. A node whose op may overwrite its input
 /// (`overwrite`, one entry per graph node) writes its output over input 0 where that input is
 /// read by nothing after it.
-void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite = {});
+///
+/// For a pool of `threads` > 1 whose arena is at most kThreadClassesMaxBytes, values share bytes
+/// only with values of their class, the bytes of one channel (the dims past N and C times the
+/// element size): each class gets a region of its own. The drivers give thread t the t-th range
+/// of depths (or, in 2D, of rows) of every channel, so a value's byte at offset x belongs to the
+/// thread that owns x modulo its class within a channel; within a class a core then writes over
+/// lines it wrote itself the run before. Across classes half the lines an op writes were last
+/// written by the other core, and taking them from its cache costs on a machine whose cores sit
+/// apart (this VM's two cores: a line there and back in 440-475 ns).
+void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite = {},
+                int64_t threads = 1);
+
+/// The largest one-region arena that plan_arena splits by class with threads. Zen 5, two
+/// threads, the same binary with either arena, alternated (docs/PERFORMANCE.md): unet2d (8.8 ->
+/// 12.8 MiB) and unet3d_monai (27.0 -> 34.4 MiB) 3-4% faster, unet3d_bn and unet3d_gn at 96^3
+/// (91.1 -> 114.8 MiB) level: activations that outgrow the caches meet the other core's lines in
+/// memory either way.
+constexpr int64_t kThreadClassesMaxBytes = int64_t{32} << 20;
 
 /// Binds `input_shapes` (one per graph input, in order) and infers everything else. Small integer
 /// inputs whose values decide shapes (axes, sizes) may be given in `input_values` (nullptr where
 /// not known); the plan then holds for those values only. Throws voxrt::Error naming the input or
 /// node whose shape does not fit.
+/// `threads`: the pool the plan runs on (plan_arena).
 Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
-               const std::vector<const Tensor*>& input_values = {});
+               const std::vector<const Tensor*>& input_values = {}, int64_t threads = 1);
 
 /// Per graph input: whether its values may decide shapes, so that small tensors given for it join
 /// the plan key. Integer inputs do; float inputs do when an op reads them as sizes (Resize and

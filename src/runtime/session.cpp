@@ -87,7 +87,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(
   std::lock_guard<std::mutex> lock(plans_mutex);
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
-  auto plan = std::make_shared<const Plan>(make_plan(model, shapes, values));
+  auto plan = std::make_shared<const Plan>(make_plan(model, shapes, values, pool->size()));
   if (plans.size() >= 16) plans.clear();
   plans[key] = plan;
   return plan;

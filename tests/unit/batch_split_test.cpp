@@ -143,7 +143,9 @@ TEST(BatchSplit, ProfileListsEachGroupsNodes) {
     EXPECT_EQ(n.first_item, static_cast<int64_t>(i / whole.size()));
     ASSERT_FALSE(n.output_shapes.empty());
     EXPECT_EQ(n.output_shapes[0][0], 1);
-    if (i > 0) EXPECT_GE(n.start_ms, groups[i - 1].start_ms);
+    if (i > 0) {
+      EXPECT_GE(n.start_ms, groups[i - 1].start_ms);
+    }
     group_macs += n.macs;
   }
   for (const NodeProfile& n : whole) {

@@ -10,6 +10,7 @@
 
 #include "backends/ref/tensor_math.h"
 #include "model_builder.h"
+#include "passes_test_util.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::test {
@@ -195,6 +196,64 @@ TEST(PlanArena, SplitSliceKeptWhileItsInputIsRead) {
   ASSERT_EQ(splits.size(), 1u);
   EXPECT_EQ(splits[0].first, splits[0].second) << "the Split's outputs are slices of T";
   expect_reference_results(bytes);
+}
+
+// With threads, a value shares arena bytes only with values of its class (the bytes of one
+// channel), so that each core writes over lines it wrote itself the run before; one thread, or
+// an arena past kThreadClassesMaxBytes, keeps one region for all. unet2d mixes four channel
+// sizes (64^2 to 8^2 at a 64x64 input).
+TEST(PlanArena, ThreadsGiveEachChannelSizeItsOwnRegion) {
+  const std::string bytes =
+      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet2d_op17.onnx");
+  CompiledModel m = compile_model(bytes.data(), bytes.size(), "unet2d", "", CompileOptions{});
+  struct Range {
+    int64_t cls, begin, end;
+    int first, last;  // steps
+  };
+  auto ranges = [&](const Plan& p) {
+    std::vector<int> def(m.graph.values.size(), -1);
+    for (size_t s = 0; s < p.steps.size(); ++s)
+      for (int o : m.graph.nodes[static_cast<size_t>(p.steps[s])].outputs)
+        if (o >= 0) def[static_cast<size_t>(o)] = static_cast<int>(s);
+    std::vector<Range> r;
+    for (size_t v = 0; v < m.graph.values.size(); ++v) {
+      if (p.arena_offset[v] < 0) continue;
+      const Shape& sh = p.shapes[v];
+      EXPECT_EQ(sh.size(), 4u) << m.graph.where_value(static_cast<int>(v));
+      const int64_t bytes_v = shape_numel(sh) * 4;
+      EXPECT_LE(p.arena_offset[v] + bytes_v, p.arena_bytes);
+      r.push_back({sh[2] * sh[3], p.arena_offset[v], p.arena_offset[v] + bytes_v, def[v],
+                   std::max(def[v], p.last_use[v])});
+    }
+    return r;
+  };
+  // Pairs of values whose bytes meet: of different classes; of overlapping lifetimes.
+  auto meets = [](const std::vector<Range>& r) {
+    std::pair<int, int> n{0, 0};
+    for (size_t i = 0; i < r.size(); ++i)
+      for (size_t j = i + 1; j < r.size(); ++j) {
+        if (r[i].begin >= r[j].end || r[j].begin >= r[i].end) continue;
+        n.first += r[i].cls != r[j].cls;
+        n.second += r[i].first <= r[j].last && r[j].first <= r[i].last;
+      }
+    return n;
+  };
+  const Plan one = make_plan(m, {{1, 1, 64, 64}});
+  const Plan two = make_plan(m, {{1, 1, 64, 64}}, {}, 2);
+  const auto one_meets = meets(ranges(one)), two_meets = meets(ranges(two));
+  EXPECT_GT(one_meets.first, 0) << "one region: values of different channel sizes share bytes";
+  EXPECT_EQ(two_meets.first, 0) << "a region per channel size";
+  EXPECT_EQ(one_meets.second, 0);
+  EXPECT_EQ(two_meets.second, 0);
+  EXPECT_GT(two.arena_bytes, one.arena_bytes);
+  EXPECT_EQ(make_plan(m, {{1, 1, 64, 64}}, {}, 1).arena_offset, one.arena_offset);
+
+  // 2048^2: about 0.3 GB in one region, past kThreadClassesMaxBytes; two threads keep it.
+  const Plan big_one = make_plan(m, {{1, 1, 2048, 2048}});
+  const Plan big_two = make_plan(m, {{1, 1, 2048, 2048}}, {}, 2);
+  ASSERT_GT(big_one.arena_bytes, kThreadClassesMaxBytes);
+  EXPECT_EQ(big_two.arena_offset, big_one.arena_offset);
+  EXPECT_EQ(big_two.arena_bytes, big_one.arena_bytes);
 }
 
 }  // namespace
