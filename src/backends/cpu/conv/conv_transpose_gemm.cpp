@@ -254,7 +254,11 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
   // 2.76-3.12 -> 2.20-2.56 ms on two threads; `conv_bench` 32 -> 16 from 48^3 (56 MB) one
   // thread 10.9-11.7 -> 9.1-10.8 ms.
   const bool stream = pairs && streams_output(y.nbytes());
-  auto work = [&](int64_t begin, int64_t end) {
+  // Items (batch item, group, tile of input positions, chunk of output channels) in one range a
+  // thread, range t first on thread t (split_ranges): a thread's tiles are a band of input rows
+  // (depths in 3D), whose outputs are the band of output rows the convolution after it reads on
+  // that core.
+  split_ranges(pool, items, [&](RangeCursor& cursor) {
     PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb, ctx.scratch);
     std::vector<uint8_t> tile(static_cast<size_t>(mr * t.tile_cols) * es);
     std::vector<InputRun> runs;
@@ -262,7 +266,7 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
     int64_t packed = -1;
     // fp16-kept panels: the item's chunk widened here.
     PanelBuffer widened = a_.scratch(a_chunk_bytes_, ctx);
-    for (int64_t item = begin; item < end; ++item) {
+    for (int64_t item; (item = cursor.next()) >= 0;) {
       const int64_t ch = item % chunks, rest = item / chunks;
       const int64_t tl = rest % t.tiles, grp = (rest / t.tiles) % group_,
                     n = rest / t.tiles / group_;
@@ -314,8 +318,7 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
       }
     }
     if (stream) _mm_sfence();
-  };
-  split_items(pool, items, work);
+  });
 }
 
 // Overlapping taps: a work item owns a chunk of output channels over a block of output planes
