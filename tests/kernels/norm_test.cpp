@@ -1,6 +1,8 @@
 // Normalization kernels (BatchNormalization, InstanceNormalization, GroupNormalization and their
 // fused activation forms) against the reference ops, f32 and f16, on every ISA this CPU has;
 // and the fuse-norm-activation pass against the unfused graph.
+#include <cstring>
+
 #include "../unit/model_builder.h"
 #include "backends/ref/ops/fused.h"
 #include "cpu_op_harness.h"
@@ -11,11 +13,12 @@ namespace {
 
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> s = {
-      {1, 3, 5, 7, 11},   // primes
-      {2, 16, 8, 8, 8},   // tile multiples
-      {1, 4, 3},          // rows shorter than a vector
-      {1, 2, 41, 43, 47}, // rows longer than a thread chunk
-      {2, 6, 17, 19},     // 2D
+      {1, 3, 5, 7, 11},    // primes
+      {2, 16, 8, 8, 8},    // tile multiples
+      {1, 4, 3},           // rows shorter than a vector
+      {1, 2, 41, 43, 47},  // rows longer than a thread chunk
+      {2, 6, 17, 19},      // 2D
+      {1, 3, 130, 70},     // 2D in units of several rows (58, 58, 14)
   };
   return s;
 }
@@ -36,14 +39,14 @@ class Norm : public testing::TestWithParam<Isa> {};
 // scale and bias, plus `extra` attributes and constants.
 CpuRun run_norm(Isa isa, const std::string& op, const std::string& domain, int opset, DType t,
                 const Shape& shape, double offset, int64_t params,
-                const std::function<void(OneNode&)>& extra, std::mt19937& rng) {
+                const std::function<void(OneNode&)>& extra, std::mt19937& rng, int threads = 2) {
   OneNode n(op, opset, domain);
   n.input("x", random_tensor(t, shape, rng, offset - 2, offset + 2));
   n.constant("scale", vec(t, params, rng, 0.5, 1.5));
   n.constant("bias", vec(t, params, rng, -1, 1));
   if (extra) extra(n);
   n.output("y");
-  return n.run(isa);
+  return n.run(isa, threads);
 }
 
 TEST_P(Norm, BatchNormalization) {
@@ -197,6 +200,36 @@ TEST_P(Norm, FusedWindows) {
                                  (residual ? " residual_from " + std::to_string(r_from) : "");
         EXPECT_NE(r.kernel, "ref") << what;
         EXPECT_LT(r.error, tolerance(t)) << what << " " << r.kernel;
+      }
+}
+
+// Instance and group norms give each thread a range of every channel's depths (rows in 2D) and
+// keep each unit's partial sums apart: the same output bits on one, two and three threads,
+// also where the channels go in two waves (three fp32 channels of 1.5 MiB).
+TEST_P(Norm, SameOutputOnAnyThreadCount) {
+  VOXRT_REQUIRE_ISA(GetParam());
+  for (const char* op : {"InstanceNormalization", "GroupNormalization"})
+    for (DType t : {DType::f32, DType::f16})
+      for (const Shape& s : {Shape{1, 3, 64, 64, 96}, Shape{2, 6, 17, 19}, Shape{1, 3, 130, 70},
+                             Shape{1, 4, 3}, Shape{1, 2, 41, 43, 47}, Shape{1, 2, 3, 5, 7}}) {
+        const std::string kind = op;
+        const int64_t groups = s[1] % 2 == 0 ? s[1] / 2 : 1;
+        std::vector<Tensor> outs;
+        for (int threads : {1, 2, 3}) {
+          std::mt19937 rng(7);  // the same inputs each time
+          CpuRun r = run_norm(
+              GetParam(), op, "", 21, t, s, 1.0, s[1],
+              [&](OneNode& n) {
+                if (kind == "GroupNormalization") n.attr_int("num_groups", groups);
+              },
+              rng, threads);
+          EXPECT_LT(r.error, tolerance(t)) << op << " " << shape_str(s) << " " << threads;
+          outs.push_back(r.cpu_out[0]);
+        }
+        for (size_t k = 1; k < outs.size(); ++k)
+          EXPECT_EQ(std::memcmp(outs[0].raw(), outs[k].raw(), outs[0].nbytes()), 0)
+              << op << " " << dtype_name(t) << " " << shape_str(s) << ": " << k + 1
+              << " threads against one";
       }
 }
 

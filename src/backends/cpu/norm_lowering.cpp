@@ -1,9 +1,13 @@
 // BatchNormalization (inference), InstanceNormalization and GroupNormalization on f32 and f16,
 // and their voxrt.Fused*Norm forms with a residual added and Relu / LeakyRelu applied as the
-// output is written. Statistics: one pass of fp32-lane sums about a sampled shift, carried into
-// double; then one pass of y = act((x - mean) * scale / std + bias + residual).
+// output is written. Statistics: one pass of fp32-lane sums, each unit of rows (a depth plane,
+// a few 2D rows) about a shift from its own first values, carried into double; then one pass
+// of y = act((x - mean) * scale / std + bias + residual). On threads, each takes the t-th range
+// of every channel's units, the depths (rows) the convolutions around it write and read on
+// its core; small activations go whole blocks a thread.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "backends/cpu/cpu_op.h"
 #include "backends/cpu/driver_util.h"
@@ -19,6 +23,14 @@ namespace {
 enum class NormKind { batch, instance, group };
 
 constexpr int64_t kWaveBytes = int64_t{4} << 20;
+// Instance and group norms of activations up to this size give whole blocks to each thread in
+// one job; larger ones each thread a range of every channel's units, statistics and output in
+// a job each (NormCpuOp::run). Zen 5, two threads, `voxrt profile`, alternated with a switch:
+// MONAI's UNet with InstanceNorm (bench/export_monai_instancenorm.py) norms of 12^3 and 24^3
+// (0.4-0.9 MB) 0.023-0.045 ms whole against 0.040-0.079 ranged, its 3-channel 96^3 one 0.62 ->
+// 0.27-0.34 ms and its 8-channel 48^3 ones 0.17-0.24 -> 0.12-0.22 ranged; nnU-Net's and
+// unet3d_gn's (5-28 MB, compact arenas) within the host's noise either way.
+constexpr int64_t kWholeBlocksBytes = int64_t{1} << 20;
 
 struct NormConfig {
   NormKind kind;
@@ -33,12 +45,15 @@ struct NormConfig {
   ActParams act;
 };
 
-// The mean of up to 64 evenly spaced samples: a shift close to the mean for the moments.
-float sampled_mean(const char* x, DType t, int64_t n) {
-  int64_t samples = n < 64 ? n : 64;
+// The mean of the first (up to) 16 values, a line of fp32, which the moments read next: a shift
+// close to the values for their sums, so that fp32 lanes keep their precision where the mean is
+// far from zero against the spread. Samples spread over the unit had missed the cache one line
+// each (nnunet3d's InstanceNorm at 96^3, one thread: 2.5 -> 4.7 ms).
+float leading_mean(const char* x, DType t, int64_t n) {
+  const int64_t samples = std::min<int64_t>(n, 16);
   double s = 0;
   for (int64_t i = 0; i < samples; ++i) {
-    float v = load_float(x, t, i * n / samples);
+    const float v = load_float(x, t, i);
     if (std::isfinite(v)) s += v;
   }
   return samples > 0 ? static_cast<float>(s / static_cast<double>(samples)) : 0.0f;
@@ -63,6 +78,28 @@ AffineArgs affine_args(double mean, double rstd, double a, double bias, DType t)
           static_cast<float>(bias - (mean - static_cast<double>(mean_hi)) * a)};
 }
 
+// A channel's s elements as `count` units of whole rows (of the last dim): a depth plane each in
+// 3D, a few rows (about kUnitElems elements) in 2D, one unit where there are no rows. The
+// units are the statistics' partial sums and the threads' split, and depend on the shape alone.
+constexpr int64_t kUnitElems = 4096;
+struct Units {
+  int64_t count, rows_per, width, rows;  // rows: the channel's rows of `width`
+  int64_t begin(int64_t k) const { return std::min(rows, k * rows_per) * width; }
+};
+Units units_of(const Tensor& y) {
+  const int64_t rank = y.rank();
+  if (rank < 4) {
+    const int64_t s = rank > 2 ? y.dim(2) : 1;
+    return {1, 1, s, 1};
+  }
+  const int64_t w = y.dim(rank - 1), h = y.dim(rank - 2);
+  int64_t d = 1;
+  for (int64_t k = 2; k < rank - 2; ++k) d *= y.dim(k);
+  const int64_t per = d > 1 ? h : std::clamp<int64_t>(kUnitElems / std::max<int64_t>(w, 1), 1, h);
+  const int64_t rows = d * h;
+  return {std::max<int64_t>(1, (rows + per - 1) / per), std::max<int64_t>(per, 1), w, rows};
+}
+
 class NormCpuOp : public CpuOp {
  public:
   NormCpuOp(std::unique_ptr<Op> ref, NormConfig c, const EltwiseKernels* e, const ReduceKernels* r)
@@ -76,8 +113,6 @@ class NormCpuOp : public CpuOp {
     // Y's C channels; X's and the residual's rows may lie among more (x_from, residual_from).
     int64_t n = y.dim(0), c = y.dim(1), s = y.numel() / (n * c);
     std::vector<double> scale = ref::to_f64(*in[1]), bias = ref::to_f64(*in[2]);
-    std::vector<float> shift(static_cast<size_t>(c)), mul(static_cast<size_t>(c)),
-        add(static_cast<size_t>(c));
     size_t es = dtype_size(x.dtype());
     char* yp = static_cast<char*>(y.raw());
     // Row r (batch item r / c, channel r % c) of a tensor holding these channels from `from` on.
@@ -90,105 +125,118 @@ class NormCpuOp : public CpuOp {
     };
     const auto x_row = rows_of(&x, c_.x_from);
     const auto r_row = rows_of(c_.residual ? in.back() : nullptr, c_.residual_from);
-    if (c_.kind == NormKind::batch) {
-      std::vector<double> mean = ref::to_f64(*in[3]), var = ref::to_f64(*in[4]);
-      for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
-        const double rstd = 1.0 / std::sqrt(var[k] + c_.epsilon);
-        const AffineArgs f = affine_args(mean[k], rstd, scale[k] * rstd, bias[k], x.dtype());
-        shift[k] = f.shift;
-        mul[k] = f.scale;
-        add[k] = f.bias;
-      }
-      parallel_rows(ctx, n * c, s, kChunkElems, [&](int64_t r, int64_t b, int64_t e) {
-        size_t k = static_cast<size_t>(r % c);
-        const int64_t at = b * static_cast<int64_t>(es);
-        const char* res = r_row(r);
-        elt_->affine(x_row(r) + at, res ? res + at : nullptr, yp + r * s * es + at, e - b, shift[k],
-                     mul[k], add[k], c_.act, c_.residual_after_act);
-      });
-      return;
-    }
-    int64_t groups = c_.kind == NormKind::instance ? c : c_.groups;
-    int64_t cg = c / groups, len = cg * s, blocks = n * groups;
-    int64_t per_block = (len + kChunkElems - 1) / kChunkElems;
-    // Block b's mean and 1 / std from its chunks' partial sums s1, s2 (per_block each), summed
-    // in chunk order whoever computed them, so the result does not depend on the threads.
-    auto finish_stats = [&](float shift, const double* p1, const double* p2, double& mean,
-                            double& rstd) {
-      double t1 = 0, t2 = 0;
-      for (int64_t j = 0; j < per_block; ++j) {
-        t1 += p1[j];
-        t2 += p2[j];
-      }
-      const double m = t1 / static_cast<double>(len);
-      const double var = std::max(0.0, t2 / static_cast<double>(len) - m * m);
-      mean = shift + m;
-      rstd = 1.0 / std::sqrt(var + c_.epsilon);
-    };
-    // Elements [i0, i1) of row rr of block b (row n * c + channel b * cg + rr, in the block's
-    // batch item), normalized and activated.
-    auto apply = [&](int64_t b, int64_t rr, int64_t i0, int64_t i1, double mean, double rstd) {
-      const int64_t r = b * cg + rr, ch = r % c;
-      const size_t p = static_cast<size_t>(c_.per_group_affine ? ch / cg : ch);
-      const AffineArgs f = affine_args(mean, rstd, scale[p] * rstd, bias[p], x.dtype());
-      const int64_t at = i0 * static_cast<int64_t>(es);
+    const Units u = units_of(y);
+    const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
+    const int64_t ranges = std::min(threads, u.count);
+    // Elements [units r0, r1) of row r (batch item r / c, channel r % c), normalized and
+    // activated through the per-channel affine (shift, scale, bias).
+    auto apply = [&](int64_t r, int64_t u0, int64_t u1, const AffineArgs& f) {
+      const int64_t i0 = u.begin(u0), i1 = u.begin(u1), at = i0 * static_cast<int64_t>(es);
       const char* res = r_row(r);
       elt_->affine(x_row(r) + at, res ? res + at : nullptr,
                    yp + r * s * static_cast<int64_t>(es) + at, i1 - i0, f.shift, f.scale, f.bias,
                    c_.act, c_.residual_after_act);
     };
-    // A block's cg channels follow each other in its batch item.
-    auto block_at = [&](int64_t b) { return x_row(b * cg); };
+    // fn(row, first unit, end unit) for `rows` rows: thread t takes the t-th range of units of
+    // every row (split_ranges), the depths (or rows) the convolutions before and after it write
+    // and read on that core, which a split by channels would read from the other core's cache.
+    auto for_ranges = [&](int64_t rows, const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+      split_ranges(ctx.pool, ranges * rows, [&](RangeCursor& items) {
+        for (int64_t item; (item = items.next()) >= 0;) {
+          const int64_t r = item / rows;
+          fn(item % rows, u.count * r / ranges, u.count * (r + 1) / ranges);
+        }
+      });
+    };
+    if (c_.kind == NormKind::batch) {
+      std::vector<double> mean = ref::to_f64(*in[3]), var = ref::to_f64(*in[4]);
+      std::vector<AffineArgs> f(static_cast<size_t>(c));
+      for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
+        const double rstd = 1.0 / std::sqrt(var[k] + c_.epsilon);
+        f[k] = affine_args(mean[k], rstd, scale[k] * rstd, bias[k], x.dtype());
+      }
+      for_ranges(n * c, [&](int64_t r, int64_t u0, int64_t u1) {
+        apply(r, u0, u1, f[static_cast<size_t>(r % c)]);
+      });
+      return;
+    }
+    const int64_t groups = c_.kind == NormKind::instance ? c : c_.groups;
+    const int64_t cg = c / groups, len = cg * s, blocks = n * groups;
+    // Each unit's moments about a shift sampled from the unit itself (so no pass reads a block
+    // before its statistics), kept apart and combined in row and unit order whoever computed
+    // them, so the result does not depend on the threads.
+    struct Moments {
+      double shift, s1, s2;  // sums of (x - shift) and its square
+      int64_t count;
+    };
+    auto moments = [&](int64_t r, int64_t u0, int64_t u1, Moments* m) {
+      for (int64_t k = u0; k < u1; ++k) {
+        const char* at = x_row(r) + u.begin(k) * static_cast<int64_t>(es);
+        const int64_t count = u.begin(k + 1) - u.begin(k);
+        const float shift = leading_mean(at, x.dtype(), count);
+        m[k].shift = shift;
+        m[k].count = count;
+        red_->moments(at, count, shift, &m[k].s1, &m[k].s2);
+      }
+    };
+    // Block b's statistics from its rows' units' moments (cg * u.count of them), as the affine
+    // of each of its rows into f: the mean from the units' sums, then the sum of squares about
+    // it, sum (x - m)^2 = s2 + 2 (shift - m) s1 + count (shift - m)^2 for each unit.
+    const size_t per_block = static_cast<size_t>(cg * u.count);
+    auto finish = [&](int64_t b, const Moments* m, AffineArgs* f) {
+      double sum = 0;
+      for (size_t j = 0; j < per_block; ++j)
+        sum += m[j].s1 + m[j].shift * static_cast<double>(m[j].count);
+      const double mean = sum / static_cast<double>(len);
+      double sq = 0;
+      for (size_t j = 0; j < per_block; ++j) {
+        const double d = m[j].shift - mean;
+        sq += m[j].s2 + 2 * d * m[j].s1 + static_cast<double>(m[j].count) * d * d;
+      }
+      const double rstd =
+          1.0 / std::sqrt(std::max(0.0, sq / static_cast<double>(len)) + c_.epsilon);
+      for (int64_t rr = 0; rr < cg; ++rr) {
+        const int64_t ch = (b * cg + rr) % c;
+        const size_t p = static_cast<size_t>(c_.per_group_affine ? ch / cg : ch);
+        f[rr] = affine_args(mean, rstd, scale[p] * rstd, bias[p], x.dtype());
+      }
+    };
 
-    const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
-    if (threads > 1 && blocks % threads == 0) {
-      // Whole blocks to each thread, statistics then output: one parallel region instead of
-      // two per wave, and each block's second read on the core that made the first. On two
-      // threads (`voxrt profile`, bf16 products, four alternations) unet3d_gn's GroupNorms
-      // went 3.97-4.23 -> 3.35-3.65 ms, nnunet3d's InstanceNorms 3.60-4.26 -> 3.10-3.32 ms.
+    if (threads > 1 && n * c * s * static_cast<int64_t>(es) <= kWholeBlocksBytes) {
+      // Small activations: whole blocks to each thread, statistics then output in one job.
       split_items(
           ctx.pool, blocks,
           [&](int64_t begin, int64_t end) {
-            std::vector<double> p1(static_cast<size_t>(per_block)), p2(p1.size());
+            std::vector<Moments> m(per_block);
+            std::vector<AffineArgs> f(static_cast<size_t>(cg));
             for (int64_t b = begin; b < end; ++b) {
-              const float shift = sampled_mean(block_at(b), x.dtype(), len);
-              for (int64_t j = 0; j < per_block; ++j) {
-                const int64_t i0 = j * kChunkElems, i1 = std::min(len, i0 + kChunkElems);
-                red_->moments(block_at(b) + i0 * static_cast<int64_t>(es), i1 - i0, shift,
-                              &p1[static_cast<size_t>(j)], &p2[static_cast<size_t>(j)]);
-              }
-              double mean = 0, rstd = 0;
-              finish_stats(shift, p1.data(), p2.data(), mean, rstd);
+              // A block's cg channels follow each other in its batch item.
               for (int64_t rr = 0; rr < cg; ++rr)
-                for (int64_t i0 = 0; i0 < s; i0 += kChunkElems)
-                  apply(b, rr, i0, std::min(s, i0 + kChunkElems), mean, rstd);
+                moments(b * cg + rr, 0, u.count, &m[static_cast<size_t>(rr * u.count)]);
+              finish(b, m.data(), f.data());
+              for (int64_t rr = 0; rr < cg; ++rr)
+                apply(b * cg + rr, 0, u.count, f[static_cast<size_t>(rr)]);
             }
           },
-          blocks / threads);
+          (blocks + threads - 1) / threads);
       return;
     }
     // Blocks go in waves of a few MiB: statistics, then the normalized output, so the second
-    // read of a wave comes from cache rather than memory. Each block's chunks spread over the
-    // threads (fewer blocks than threads, or a count that does not divide among them).
-    int64_t wave = std::max<int64_t>(1, kWaveBytes / (len * static_cast<int64_t>(es)));
-    std::vector<double> s1(static_cast<size_t>(wave * per_block)), s2(s1.size());
-    std::vector<float> shift_of(static_cast<size_t>(wave));
-    std::vector<double> mean(static_cast<size_t>(wave)), rstd(mean.size());
+    // read of a wave comes from cache rather than memory; within a wave each thread its range
+    // of every row's units (for_ranges).
+    const int64_t wave =
+        std::clamp<int64_t>(kWaveBytes / (len * static_cast<int64_t>(es)), 1, blocks);
+    std::vector<Moments> m(static_cast<size_t>(wave) * per_block);
+    std::vector<AffineArgs> f(static_cast<size_t>(wave * cg));
     for (int64_t b0 = 0; b0 < blocks; b0 += wave) {
-      int64_t nb = std::min(wave, blocks - b0);
-      for (int64_t b = 0; b < nb; ++b)
-        shift_of[static_cast<size_t>(b)] = sampled_mean(block_at(b0 + b), x.dtype(), len);
-      parallel_rows(ctx, nb, len, kChunkElems, [&](int64_t b, int64_t i0, int64_t i1) {
-        size_t slot = static_cast<size_t>(b * per_block + i0 / kChunkElems);
-        red_->moments(block_at(b0 + b) + i0 * static_cast<int64_t>(es), i1 - i0,
-                      shift_of[static_cast<size_t>(b)], &s1[slot], &s2[slot]);
+      const int64_t nb = std::min(wave, blocks - b0), first = b0 * cg;
+      for_ranges(nb * cg, [&](int64_t q, int64_t u0, int64_t u1) {
+        moments(first + q, u0, u1, &m[static_cast<size_t>(q * u.count)]);
       });
-      for (size_t b = 0; b < static_cast<size_t>(nb); ++b)
-        finish_stats(shift_of[b], &s1[b * static_cast<size_t>(per_block)],
-                     &s2[b * static_cast<size_t>(per_block)], mean[b], rstd[b]);
-      parallel_rows(ctx, nb * cg, s, kChunkElems, [&](int64_t rr, int64_t i0, int64_t i1) {
-        const size_t b = static_cast<size_t>(rr / cg);
-        apply(b0 + static_cast<int64_t>(b), rr % cg, i0, i1, mean[b], rstd[b]);
+      for (int64_t b = 0; b < nb; ++b)
+        finish(b0 + b, &m[static_cast<size_t>(b) * per_block], &f[static_cast<size_t>(b * cg)]);
+      for_ranges(nb * cg, [&](int64_t q, int64_t u0, int64_t u1) {
+        apply(first + q, u0, u1, f[static_cast<size_t>(q)]);
       });
     }
   }
