@@ -28,8 +28,10 @@ constexpr int64_t kWaveBytes = int64_t{4} << 20;
 // a job each (NormCpuOp::run). Zen 5, two threads, `voxrt profile`, alternated with a switch:
 // MONAI's UNet with InstanceNorm (bench/export_monai_instancenorm.py) norms of 12^3 and 24^3
 // (0.4-0.9 MB) 0.023-0.045 ms whole against 0.040-0.079 ranged, its 3-channel 96^3 one 0.62 ->
-// 0.27-0.34 ms and its 8-channel 48^3 ones 0.17-0.24 -> 0.12-0.22 ranged; nnU-Net's and
-// unet3d_gn's (5-28 MB, compact arenas) within the host's noise either way.
+// 0.27-0.34 ms and its four 8-channel 48^3 ones 0.72-0.77 -> 0.60-0.63 ranged; nnU-Net's four
+// 16-channel 48^3 ones the other way, 1.05-1.17 whole against 1.24-1.60 ranged (a thread's share
+// of the 4 MiB wave outgrows L2, so the output pass reads from L3), its norms in all within the
+// host's noise either way, as unet3d_gn's.
 constexpr int64_t kWholeBlocksBytes = int64_t{1} << 20;
 
 struct NormConfig {
