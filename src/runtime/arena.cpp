@@ -16,8 +16,9 @@ int64_t bytes_of(const ir::Graph& g, const Plan& p, int v) {
   return (b + kAlign - 1) / kAlign * kAlign;
 }
 
-// The class of a value for thread_classes: the bytes of one channel of one batch item (the
-// product of the dims past N and C) for values of rank 3 and more, else 0.
+// A value's class for the regions plan_arena keeps with threads (plan.h): the bytes of one
+// channel of one batch item (the dims past N and C times the element size) for values of rank 3
+// and more, else 0.
 int64_t thread_class(const ir::Graph& g, const Plan& p, int v) {
   const Shape& s = p.shapes[static_cast<size_t>(v)];
   if (s.size() < 3) return 0;
@@ -151,7 +152,9 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite,
   (void)last_step;
 
   // Greedy: largest blocks first, each at the lowest offset that overlaps no placed block whose
-  // lifetime intersects its own; with threads, a region per class (thread_classes).
+  // lifetime intersects its own; with threads and a compact arena of at most
+  // kThreadClassesMaxBytes, the same within each class and the classes' regions one after
+  // another.
   std::vector<size_t> order(blocks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {

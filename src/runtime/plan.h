@@ -49,7 +49,8 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite 
 
 /// The largest one-region arena that plan_arena splits by class with threads. Zen 5, two
 /// threads, the same binary with either arena, alternated (docs/PERFORMANCE.md): unet2d (8.8 ->
-/// 12.8 MiB) and unet3d_monai (27.0 -> 34.4 MiB) 3-4% faster, unet3d_bn and unet3d_gn at 96^3
+/// 12.8 MiB) and unet3d_monai (27.0 -> 34.4 MiB) 3-4% faster, MONAI's spleen UNet (27.0 -> 40.8
+/// MiB) 1-2%, unet3d_bn and unet3d_gn at 96^3
 /// (91.1 -> 114.8 MiB) level: activations that outgrow the caches meet the other core's lines in
 /// memory either way.
 constexpr int64_t kThreadClassesMaxBytes = int64_t{32} << 20;
