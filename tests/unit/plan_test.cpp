@@ -1,6 +1,7 @@
 // The planner's arena: ops that may overwrite their input (normalizations, activations) write
 // their output over it where nothing reads that input afterwards, and the results stay those of
-// the reference backend.
+// the reference backend; Concat and Split outputs as slices; with threads, a region per channel
+// size.
 #include "runtime/plan.h"
 
 #include <gtest/gtest.h>
@@ -200,8 +201,8 @@ TEST(PlanArena, SplitSliceKeptWhileItsInputIsRead) {
 
 // With threads, a value shares arena bytes only with values of its class (the bytes of one
 // channel), so that each core writes over lines it wrote itself the run before; one thread, or
-// an arena past kThreadClassesMaxBytes, keeps one region for all. unet2d mixes four channel
-// sizes (64^2 to 8^2 at a 64x64 input).
+// an arena past kThreadClassesMaxBytes, keeps one region for all. unet2d mixes three channel
+// sizes (64^2, 32^2 and 16^2 at a 64x64 input).
 TEST(PlanArena, ThreadsGiveEachChannelSizeItsOwnRegion) {
   const std::string bytes =
       read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet2d_op17.onnx");
