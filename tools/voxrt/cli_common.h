@@ -48,7 +48,7 @@ int physical_cores();
 int64_t file_rss_bytes();
 
 int cmd_info(const std::string& model, const std::vector<std::string>& shapes, bool passes,
-             const std::string& precision);
+             const std::string& precision, int threads);
 /// The model's inputs from `name=file.npy` arguments (the name may be left out for a model with
 /// one input), each checked against the input's dtype.
 std::vector<NamedTensor> read_inputs(const std::vector<std::string>& inputs, const Session& s);

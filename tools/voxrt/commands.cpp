@@ -36,9 +36,10 @@ std::string io_line(const IoInfo& io) {
 }  // namespace
 
 int cmd_info(const std::string& model, const std::vector<std::string>& shapes, bool passes,
-             const std::string& precision) {
+             const std::string& precision, int threads) {
   SessionOptions opt;
   apply_precision(precision, opt);
+  opt.threads = threads;
   Session s(model, opt);
   // Symbolic dims nobody gave default to 1, which a UNet's pooling may refuse: then the summary
   // keeps what needs no shape and asks for one.
@@ -70,7 +71,8 @@ int cmd_info(const std::string& model, const std::vector<std::string>& shapes, b
     for (size_t i = 0; i < bound.size(); ++i)
       std::cout << (i ? ", " : "") << bound[i].first << "=" << shape_str(bound[i].second);
     std::printf("\nMACs        %.3f G\n", static_cast<double>(sum.macs) / 1e9);
-    std::cout << "activations " << human_bytes(sum.activation_bytes) << " peak\n";
+    std::cout << "activations " << human_bytes(sum.activation_bytes) << " peak on " << threads
+              << (threads == 1 ? " thread\n" : " threads\n");
   } else {
     std::cout << "MACs and activations need input shapes: give --shape " << defaulted[0]
               << "=... (with its symbolic dims set to 1: " << plan_error << ")\n";

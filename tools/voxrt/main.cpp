@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   info->add_flag("--passes", passes, "print the graph before and after the graph passes");
   info->add_option("--precision", precision, kPrecisionHelp)
       ->check(CLI::IsMember(precision_names()));
+  info->add_option("--threads", threads,
+                   "worker threads the activation memory is planned for (more than one may "
+                   "take more: docs/ARCHITECTURE.md, the thread pool)")
+      ->check(CLI::Range(1, 256));
 
   CLI::App* run =
       app.add_subcommand("run",
@@ -95,7 +99,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*info) return cmd_info(model, shapes, passes, precision);
+    if (*info) return cmd_info(model, shapes, passes, precision, threads);
     if (*run) return cmd_run(model, inputs, outputs, precision, threads);
     if (*bench) return cmd_bench(model, shapes, precision, threads, runs, warmup, profile_path);
     if (*profile) return cmd_profile(model, shapes, inputs, compare, threads, runs, warmup);
