@@ -24,6 +24,8 @@ const std::vector<ResizeCase>& cases() {
       {{1, 2, 5, 6, 7}, {}, {1, 2, 9, 4, 19}},   // sizes
       {{1, 1, 1, 1, 3}, {1, 1, 2, 2, 2}},        // smaller than a vector
       {{1, 2, 3, 9, 1}, {1, 1, 2, 2, 2}},        // one column
+      {{1, 2, 3, 4, 17}, {1, 1, 2, 2, 2}},       // one element past a vector (8 or 16 lanes)
+      {{1, 2, 3, 4, 32}, {1, 1, 2, 2, 2}},       // whole vectors
   };
   return c;
 }

@@ -1,6 +1,7 @@
 // Linear resize (1D to 3D), separable: the driver blends the input rows an output row needs on
 // the outer axes into an fp32 scratch row, then interpolates along the row. The scale-2
-// half-pixel case has its own row kernel (fixed weights 1/4 and 3/4, no index tables).
+// half-pixel case has its own row kernel (fixed weights 1/4 and 3/4, no index tables, no
+// scratch row).
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,11 @@ struct ResizeKernels {
   /// aligned addresses go out as non-temporal stores (the caller fences before y is read).
   void (*lerp)(const float* tmp, const int32_t* x0, const int32_t* x1, const float* w0,
                const float* w1, void* y, int64_t n, bool stream);
-  /// y[2i] = tmp[i - 1] / 4 + 3 tmp[i] / 4 and y[2i + 1] = 3 tmp[i] / 4 + tmp[i + 1] / 4 for
-  /// i < n; the caller sets tmp[-1] = tmp[0] and tmp[n] = tmp[n - 1]. `stream` as lerp's.
-  void (*lerp_x2)(const float* tmp, void* y, int64_t n, bool stream);
+  /// The scale-2 half-pixel row straight from the input rows: with t the rows' blend (as
+  /// blend_rows makes it, kept in registers), y[2i] = t[i - 1] / 4 + 3 t[i] / 4 and y[2i + 1] =
+  /// 3 t[i] / 4 + t[i + 1] / 4 for i < n, indices clamped to [0, n). `stream` as lerp's.
+  void (*blend_lerp_x2)(const void* const* rows, const float* w, int nrows, void* y, int64_t n,
+                        bool stream);
 };
 
 /// The best kernels for storage dtype `t` (f32 or f16) at or below `isa`; nullptr otherwise.

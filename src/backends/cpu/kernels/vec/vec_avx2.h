@@ -98,6 +98,19 @@ struct VecAvx2 {
     lo = _mm256_permute2f128_ps(l, h, 0x20);
     hi = _mm256_permute2f128_ps(l, h, 0x31);
   }
+  // See vec_avx512.h. alignr shifts within 128-bit lanes, so the lane pair is first made of the
+  // two vectors' adjoining halves.
+  static V shift_up(V cur, V prev) {
+    V t = _mm256_permute2f128_ps(prev, cur, 0x21);  // [prev's high half, cur's low half]
+    return _mm256_castsi256_ps(
+        _mm256_alignr_epi8(_mm256_castps_si256(cur), _mm256_castps_si256(t), 12));
+  }
+  static V shift_down(V cur, V next) {
+    V t = _mm256_permute2f128_ps(cur, next, 0x21);  // [cur's high half, next's low half]
+    return _mm256_castsi256_ps(
+        _mm256_alignr_epi8(_mm256_castps_si256(t), _mm256_castps_si256(cur), 4));
+  }
+  static V broadcast_lane(V a, int i) { return _mm256_permutevar8x32_ps(a, _mm256_set1_epi32(i)); }
   static V gather(const float* base, const int32_t* idx) {
     return _mm256_i32gather_ps(base, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx)), 4);
   }

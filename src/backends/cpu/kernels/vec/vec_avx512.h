@@ -91,6 +91,18 @@ struct VecAvx512 {
     lo = _mm512_permutex2var_ps(even, il, odd);
     hi = _mm512_permutex2var_ps(even, ih, odd);
   }
+  // [prev[W - 1], cur[0], ..., cur[W - 2]] and [cur[1], ..., cur[W - 1], next[0]]: a row's
+  // neighbours one element back and one ahead, across vector boundaries.
+  static V shift_up(V cur, V prev) {
+    return _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(cur), _mm512_castps_si512(prev), 15));
+  }
+  static V shift_down(V cur, V next) {
+    return _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(next), _mm512_castps_si512(cur), 1));
+  }
+  // Lane i of a in every lane.
+  static V broadcast_lane(V a, int i) { return _mm512_permutexvar_ps(_mm512_set1_epi32(i), a); }
   static V gather(const float* base, const int32_t* idx) {
     return _mm512_i32gather_ps(_mm512_loadu_si512(idx), base, 4);
   }

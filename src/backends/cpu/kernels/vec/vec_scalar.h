@@ -75,6 +75,9 @@ struct VecScalar {
     lo = even;
     hi = odd;
   }
+  static V shift_up(V, V prev) { return prev; }
+  static V shift_down(V, V next) { return next; }
+  static V broadcast_lane(V a, int) { return a; }
   static V gather(const float* base, const int32_t* idx) { return base[idx[0]]; }
 };
 
