@@ -101,15 +101,29 @@ inline void split_ranges(ThreadPool* pool, int64_t n, const std::function<void(R
   }
 }
 
-/// Bands of rows an output plane is cut into where split_ranges takes items (output depth, band,
-/// channel) in that order: one band where the output has depths for every thread to take two or
-/// more, else one band a thread (at most one a row), so that thread t writes the depths, or in a
-/// shallow output (2D) the rows, that the convolutions before and after it read and write on
-/// that core. Pooling and Resize cut their items so.
+/// Bands of rows an output plane is cut into where split_ranges takes items (batch item, output
+/// depth, band, channel) in that order (SpatialItem): one band where the output has depths for
+/// every thread to take two or more, else one band a thread (at most one a row), so that thread t
+/// writes the depths, or in a shallow output (2D) the rows, that the convolutions before and
+/// after it read and write on that core. Pooling and Resize cut their items so.
 inline int64_t row_bands(const ThreadPool* pool, int64_t depths, int64_t rows) {
   const int64_t threads = pool ? pool->size() : 1;
   return depths >= 2 * threads ? 1 : std::clamp<int64_t>(rows, 1, threads);
 }
+
+/// Item u of `channels` x `depths` x `bands` per batch item, batch items first: as the
+/// convolutions order theirs, so that with a batch of several items on threads each core takes
+/// the items (and within an item the depths) that the layers before and after it take there.
+struct SpatialItem {
+  int64_t n, depth, band, channel;
+  SpatialItem(int64_t u, int64_t channels, int64_t depths, int64_t bands) {
+    const int64_t per_item = depths * bands * channels, v = u % per_item;
+    n = u / per_item;
+    depth = v / (bands * channels);
+    band = v / channels % bands;
+    channel = v % channels;
+  }
+};
 
 /// fn(begin, end) over [0, n) in tasks of exactly `chunk` elements (the last shorter), on the
 /// pool when there is one: streaming kernels, whose chunk sizes bound their cache footprint.

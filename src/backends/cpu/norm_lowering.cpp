@@ -139,14 +139,21 @@ class NormCpuOp : public CpuOp {
                    yp + r * s * static_cast<int64_t>(es) + at, i1 - i0, f.shift, f.scale, f.bias,
                    c_.act, c_.residual_after_act);
     };
-    // fn(row, first unit, end unit) for `rows` rows: thread t takes the t-th range of units of
-    // every row (split_ranges), the depths (or rows) the convolutions before and after it write
-    // and read on that core, which a split by channels would read from the other core's cache.
-    auto for_ranges = [&](int64_t rows, const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+    // fn(q, first unit, end unit) for rows q < `rows` (rows first + q of the tensor): thread t
+    // takes the t-th range of units of every row (split_ranges), the depths (or rows) the
+    // convolutions before and after it write and read on that core, which a split by channels
+    // would read from the other core's cache. Items go batch item by batch item, as the
+    // convolutions order theirs: with several items, each core takes whole items first.
+    auto for_ranges = [&](int64_t first, int64_t rows,
+                          const std::function<void(int64_t, int64_t, int64_t)>& fn) {
       split_ranges(ctx.pool, ranges * rows, [&](RangeCursor& items) {
         for (int64_t item; (item = items.next()) >= 0;) {
-          const int64_t r = item / rows;
-          fn(item % rows, u.count * r / ranges, u.count * (r + 1) / ranges);
+          // The rows [q0, q0 + len) of one batch item hold items ranges * q0 on, range-major.
+          const int64_t n_item = (first + item / ranges) / c;
+          const int64_t q0 = std::max(first, n_item * c) - first,
+                        len = std::min(first + rows, (n_item + 1) * c) - first - q0;
+          const int64_t v = item - ranges * q0, r = v / len;
+          fn(q0 + v % len, u.count * r / ranges, u.count * (r + 1) / ranges);
         }
       });
     };
@@ -157,7 +164,7 @@ class NormCpuOp : public CpuOp {
         const double rstd = 1.0 / std::sqrt(var[k] + c_.epsilon);
         f[k] = affine_args(mean[k], rstd, scale[k] * rstd, bias[k], x.dtype());
       }
-      for_ranges(n * c, [&](int64_t r, int64_t u0, int64_t u1) {
+      for_ranges(0, n * c, [&](int64_t r, int64_t u0, int64_t u1) {
         apply(r, u0, u1, f[static_cast<size_t>(r % c)]);
       });
       return;
@@ -232,12 +239,12 @@ class NormCpuOp : public CpuOp {
     std::vector<AffineArgs> f(static_cast<size_t>(wave * cg));
     for (int64_t b0 = 0; b0 < blocks; b0 += wave) {
       const int64_t nb = std::min(wave, blocks - b0), first = b0 * cg;
-      for_ranges(nb * cg, [&](int64_t q, int64_t u0, int64_t u1) {
+      for_ranges(first, nb * cg, [&](int64_t q, int64_t u0, int64_t u1) {
         moments(first + q, u0, u1, &m[static_cast<size_t>(q * u.count)]);
       });
       for (int64_t b = 0; b < nb; ++b)
         finish(b0 + b, &m[static_cast<size_t>(b) * per_block], &f[static_cast<size_t>(b * cg)]);
-      for_ranges(nb * cg, [&](int64_t q, int64_t u0, int64_t u1) {
+      for_ranges(first, nb * cg, [&](int64_t q, int64_t u0, int64_t u1) {
         apply(first + q, u0, u1, f[static_cast<size_t>(q)]);
       });
     }

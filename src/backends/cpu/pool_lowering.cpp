@@ -69,15 +69,17 @@ class PoolCpuOp : public CpuOp {
     int64_t oh_hi = oh_last >= 0 ? std::min(g3.out[1], oh_last / g3.stride[1] + 1) : 0;
     oh_hi = std::max(oh_hi, oh_lo);
     int64_t step = g3.stride[1] * g3.in[2];
-    // Items (output plane od, band of output rows, channel plane) in that order, in one range a
-    // thread, range t first on thread t (split_ranges): each core pools the depths, or in a
-    // shallow output the rows, that the convolutions before and after it write and read on
-    // that core (their own depth ranges and row bands), for every channel (row_bands).
+    // Items (batch item, output plane od, band of output rows, channel) in that order, in one
+    // range a thread, range t first on thread t (split_ranges): each core pools the items and
+    // depths, or in a shallow output the rows, that the convolutions before and after it write
+    // and read on that core (their own depth ranges and row bands), for every channel
+    // (row_bands, SpatialItem).
     const int64_t bands = row_bands(ctx.pool, g3.out[0], g3.out[1]);
     split_ranges(ctx.pool, g3.out[0] * bands * planes, [&](RangeCursor& items) {
       std::vector<const void*> rows;
       for (int64_t u; (u = items.next()) >= 0;) {
-        const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
+        const SpatialItem it(u, x.dim(1), g3.out[0], bands);
+        const int64_t od = it.depth, band = it.band, plane = it.n * x.dim(1) + it.channel;
         const int64_t r0 = g3.out[1] * band / bands, r1 = g3.out[1] * (band + 1) / bands;
         int64_t pd = padded_taps(g3, 0, od);
         auto run_rows = [&](int64_t oh, int64_t count) {

@@ -65,12 +65,10 @@ class ResizeCpuOp : public CpuOp {
       if (in3[a] >= (int64_t{1} << 31)) return ref_->compute(in, out);
       t[a] = table(in3[a], out3[a], scale[d], length[d]);
     }
-    int64_t planes = x.dim(0) * x.dim(1);
-    int64_t rows = planes * out3[0] * out3[1];
     if (c_.linear)
-      run_linear(ctx, x, y, t, in3, out3, rows);
+      run_linear(ctx, x, y, t, in3, out3);
     else
-      run_nearest(ctx, x, y, t, in3, out3, rows);
+      run_nearest(ctx, x, y, t, in3, out3);
   }
 
   std::string kernel_name() const override {
@@ -173,21 +171,23 @@ class ResizeCpuOp : public CpuOp {
     return true;
   }
 
-  // Both modes' work: items (output D index, band of output rows, plane) in one range a thread,
-  // range t first on thread t (split_ranges), so each core writes the depths, or in a shallow
-  // output (2D) the band of rows, that the convolution after it reads on that core (its own depth
-  // ranges and row bands), for every channel, and reads the rows of the layer before it that core
-  // wrote. A thread makes its scratch once (`state()`), then item(scratch, od, plane, r0, r1) for
-  // output rows [r0, r1) of each item; with `stream`, it fences its streamed stores after.
+  // Both modes' work: items (batch item, output D index, band of output rows, channel) in one
+  // range a thread, range t first on thread t (split_ranges, SpatialItem), so each core writes the
+  // items and depths, or in a shallow output (2D) the band of rows, that the convolution after it
+  // reads on that core (its own depth ranges and row bands), for every channel, and reads the rows
+  // of the layer before it that core wrote. A thread makes its scratch once (`state()`), then
+  // item(scratch, od, plane, r0, r1) for output rows [r0, r1) of each item; with `stream`, it
+  // fences its streamed stores after.
   template <class State, class Item>
-  static void for_items(const RunContext& ctx, const int64_t* out3, int64_t planes, bool stream,
+  static void for_items(const RunContext& ctx, const Tensor& x, const int64_t* out3, bool stream,
                         State&& state, Item&& item) {
-    const int64_t bands = row_bands(ctx.pool, out3[0], out3[1]);
-    split_ranges(ctx.pool, out3[0] * bands * planes, [&](RangeCursor& items) {
+    const int64_t bands = row_bands(ctx.pool, out3[0], out3[1]), channels = x.dim(1);
+    split_ranges(ctx.pool, out3[0] * bands * x.dim(0) * channels, [&](RangeCursor& items) {
       auto scratch = state();
       for (int64_t u; (u = items.next()) >= 0;) {
-        const int64_t od = u / (bands * planes), band = u / planes % bands, plane = u % planes;
-        item(scratch, od, plane, out3[1] * band / bands, out3[1] * (band + 1) / bands);
+        const SpatialItem it(u, channels, out3[0], bands);
+        item(scratch, it.depth, it.n * channels + it.channel, out3[1] * it.band / bands,
+             out3[1] * (it.band + 1) / bands);
       }
       // Streamed stores are weakly ordered: visible before this thread reports its items done.
       if (stream) _mm_sfence();
@@ -195,7 +195,7 @@ class ResizeCpuOp : public CpuOp {
   }
 
   void run_linear(const RunContext& ctx, const Tensor& x, Tensor& y, const AxisTable* t,
-                  const int64_t* in3, const int64_t* out3, int64_t rows) const {
+                  const int64_t* in3, const int64_t* out3) const {
     size_t es = dtype_size(x.dtype());
     bool x2 = is_x2(t[2], in3[2]);
     int64_t in_plane = in3[0] * in3[1] * in3[2], out_plane = out3[0] * out3[1] * out3[2];
@@ -270,7 +270,7 @@ class ResizeCpuOp : public CpuOp {
         dst += out3[2] * static_cast<int64_t>(es);
       }
     };
-    for_items(ctx, out3, rows / (out3[0] * out3[1]), stream, rows_buffer, item);
+    for_items(ctx, x, out3, stream, rows_buffer, item);
   }
 
   // `dup2`: each source element twice (n even), streamed or not.
@@ -286,7 +286,7 @@ class ResizeCpuOp : public CpuOp {
   }
 
   void run_nearest(const RunContext& ctx, const Tensor& x, Tensor& y, const AxisTable* t,
-                   const int64_t* in3, const int64_t* out3, int64_t rows) const {
+                   const int64_t* in3, const int64_t* out3) const {
     size_t es = dtype_size(x.dtype());
     bool dup2 = out3[2] == 2 * in3[2];
     for (int64_t i = 0; dup2 && i < out3[2]; ++i) dup2 = t[2].i0[static_cast<size_t>(i)] == i / 2;
@@ -313,7 +313,7 @@ class ResizeCpuOp : public CpuOp {
       }
     };
     for_items(
-        ctx, out3, rows / (out3[0] * out3[1]), stream, [] { return 0; }, item);
+        ctx, x, out3, stream, [] { return 0; }, item);
   }
 
   ResizeConfig c_;
