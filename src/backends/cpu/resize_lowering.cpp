@@ -213,8 +213,7 @@ class ResizeCpuOp : public CpuOp {
     // -> 1.57-1.65 ms on two threads, 3.54-3.89 -> 2.96-3.13 on one; the 24 x 48^3 one (10.6 MB)
     // 0.95-1.02 -> 0.80-0.87 and 1.33-1.36 -> 1.10-1.13; the convolutions reading them unchanged.
     const bool stream = streams_output(y.nbytes());
-    // A range's scratch: two fp32 rows, each starting on a 64-byte line, so the interpolation's
-    // gathers at the row's vector steps read aligned lines.
+    // A range's scratch for the other rows: two fp32 rows, each starting on a 64-byte line.
     const size_t padded = static_cast<size_t>((in3[2] + 15) / 16 * 16);
     const int64_t row_bytes = in3[2] * static_cast<int64_t>(es);
     auto rows_buffer = [&] { return std::vector<float>(2 * padded + 16); };
