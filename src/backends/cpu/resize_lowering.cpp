@@ -213,14 +213,13 @@ class ResizeCpuOp : public CpuOp {
     // -> 1.57-1.65 ms on two threads, 3.54-3.89 -> 2.96-3.13 on one; the 24 x 48^3 one (10.6 MB)
     // 0.95-1.02 -> 0.80-0.87 and 1.33-1.36 -> 1.10-1.13; the convolutions reading them unchanged.
     const bool stream = streams_output(y.nbytes());
-    // A range's scratch for the other rows: two fp32 rows, each starting on a 64-byte line.
+    // A range's scratch for the other rows (none for 2x ones): two fp32 rows, each starting on a
+    // 64-byte line.
     const size_t padded = static_cast<size_t>((in3[2] + 15) / 16 * 16);
     const int64_t row_bytes = in3[2] * static_cast<int64_t>(es);
-    auto rows_buffer = [&] { return std::vector<float>(2 * padded + 16); };
+    auto rows_buffer = [&] { return std::vector<float>(x2 ? 0 : 2 * padded + 16); };
     auto item = [&](std::vector<float>& tmp_buf, int64_t od64, int64_t plane, int64_t r0,
                     int64_t r1) {
-      float* tmp_base =
-          tmp_buf.data() + (16 - reinterpret_cast<uintptr_t>(tmp_buf.data()) / 4 % 16) % 16;
       const size_t od = static_cast<size_t>(od64);
       const char* dsrc[2];
       float dw[2];
@@ -257,6 +256,8 @@ class ResizeCpuOp : public CpuOp {
           k_->blend_lerp_x2(src, w, taps(oh, src, w), dst, in3[2], stream);
         return;
       }
+      float* tmp_base =
+          tmp_buf.data() + (16 - reinterpret_cast<uintptr_t>(tmp_buf.data()) / 4 % 16) % 16;
       auto blend = [&](size_t oh, float* row) {
         k_->blend_rows(src, w, taps(oh, src, w), row, in3[2]);
       };
