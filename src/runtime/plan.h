@@ -43,7 +43,10 @@ struct Plan {
 /// thread that owns x modulo its class within a channel; within a class a core then writes over
 /// lines it wrote itself the run before. Across classes half the lines an op writes were last
 /// written by the other core, and taking them from its cache costs on a machine whose cores sit
-/// apart (this VM's two cores: a line there and back in 440-475 ns).
+/// apart (this VM's two cores: a line there and back in 440-475 ns). That holds for one batch
+/// item; with as many items as threads or more, thread t owns whole items (driver_util.h,
+/// SpatialItem), whose bytes in two values of a class need not line up, so there the regions
+/// cost memory without that guarantee (not measured apart).
 void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite = {},
                 int64_t threads = 1);
 
