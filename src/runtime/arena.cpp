@@ -193,7 +193,14 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite,
     return std::make_pair(at, bytes);
   };
   auto [at, bytes] = place(std::vector<int64_t>(blocks.size(), 0));
-  if (threads > 1 && bytes <= kThreadClassesMaxBytes) {
+  // The batch items the plan runs at once (the graph inputs' first dimension): with as many as
+  // the threads or more each thread owns whole items, and the regions buy nothing (plan.h).
+  int64_t items = 1;
+  for (int v : g.inputs) {
+    const Shape& s = p.shapes[static_cast<size_t>(v)];
+    if (s.size() >= 3) items = std::max(items, s[0]);
+  }
+  if (threads > 1 && items < threads && bytes <= kThreadClassesMaxBytes) {
     std::vector<int64_t> cls(blocks.size());
     for (size_t i = 0; i < blocks.size(); ++i) cls[i] = thread_class(g, p, blocks[i].value);
     std::tie(at, bytes) = place(cls);

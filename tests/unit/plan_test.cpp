@@ -200,8 +200,9 @@ TEST(PlanArena, SplitSliceKeptWhileItsInputIsRead) {
 }
 
 // With threads, a value shares arena bytes only with values of its class (the bytes of one
-// channel), so that each core writes over lines it wrote itself the run before; one thread, or
-// an arena past kThreadClassesMaxBytes, keeps one region for all. unet2d mixes three channel
+// channel), so that each core writes over lines it wrote itself the run before; one thread, a
+// batch of as many items as threads, or an arena past kThreadClassesMaxBytes keeps one region
+// for all. unet2d mixes three channel
 // sizes (64^2, 32^2 and 16^2 at a 64x64 input).
 TEST(PlanArena, ThreadsGiveEachChannelSizeItsOwnRegion) {
   const std::string bytes =
@@ -248,6 +249,14 @@ TEST(PlanArena, ThreadsGiveEachChannelSizeItsOwnRegion) {
   EXPECT_EQ(two_meets.second, 0);
   EXPECT_GT(two.arena_bytes, one.arena_bytes);
   EXPECT_EQ(make_plan(m, {{1, 1, 64, 64}}, {}, 1).arena_offset, one.arena_offset);
+
+  // As many batch items as threads: each thread owns whole items, one region for all.
+  const Plan batch_one = make_plan(m, {{2, 1, 64, 64}});
+  const Plan batch_two = make_plan(m, {{2, 1, 64, 64}}, {}, 2);
+  EXPECT_EQ(batch_two.arena_offset, batch_one.arena_offset);
+  EXPECT_EQ(batch_two.arena_bytes, batch_one.arena_bytes);
+  EXPECT_GT(make_plan(m, {{2, 1, 64, 64}}, {}, 3).arena_bytes, batch_one.arena_bytes)
+      << "fewer items than threads: a region per channel size";
 
   // 2048^2: about 0.3 GB in one region, past kThreadClassesMaxBytes; two threads keep it.
   const Plan big_one = make_plan(m, {{1, 1, 2048, 2048}});
