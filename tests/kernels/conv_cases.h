@@ -427,6 +427,15 @@ inline std::vector<ConvCase> unet_cases() {
   unit->i(kResidualAfterActivation, 1).ints("pads", {1, 1, 1, 1, 1, 1});
   unit->x_from = 0;
   unit->residual_from = 2;
+  // Rows of 32, 64 and 30 outputs: 8-row tiles take 32-lane strips in place (the 8x48 row's
+  // 8x32 sibling), the last of each row of 30 two lanes short; at batch 2, with a residual.
+  conv({1, 3, 5, 4, 32}, {16, 3, 3, 3, 3})->ints("pads", {1, 1, 1, 1, 1, 1});
+  conv({2, 5, 7, 64}, {8, 5, 3, 3})->ints("pads", {1, 1, 1, 1});
+  ConvCase* rows30 = conv({2, 4, 6, 30}, {16, 4, 3, 3});
+  rows30->op = "FusedConv";
+  rows30->activation = "Relu";
+  rows30->residual = true;
+  rows30->ints("pads", {1, 1, 1, 1});
   auto up = [&](Shape x, Shape w) {
     ConvCase c;
     c.op = "ConvTranspose";

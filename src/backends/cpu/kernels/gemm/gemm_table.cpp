@@ -15,11 +15,16 @@ namespace {
 // whose row counts fit other output channel counts (3, 6, 12...). The bf16 dot-product rows
 // (FpMath::bf16) rank by their ISA like the others but are skipped unless asked for. A 6x48 row
 // follows each 6x64 one: the same A panels, for output rows that 48 lanes fit better (96, 48:
-// whole strips written in place); find_gemm_kernel never picks it first, the direct conv
-// chooses between the siblings per input shape (gemm_siblings).
+// whole strips written in place), and an 8x32 row each AVX-512 8x48 one, for rows of 32, 64,
+// 128 and 256 (2D UNets, 3D patches of 128^3); find_gemm_kernel never picks a sibling first,
+// the direct conv chooses between them per input shape (gemm_siblings).
 constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f32_bf16dot_gemm_8x48__avx512bf16", DType::f32, PanelType::bf16_pair,
      PanelType::bf16_pair, 8, 48, 0, 2, f32_bf16dot_gemm_8x48_avx512bf16,
+     f32_to_bf16_member_avx512bf16, f32_to_bf16_pair_avx512bf16, f32_to_bf16_pair_split_avx512bf16,
+     f32_to_bf16_values_avx512bf16},
+    {Isa::avx512bf16, "f32_bf16dot_gemm_8x32__avx512bf16", DType::f32, PanelType::bf16_pair,
+     PanelType::bf16_pair, 8, 32, 0, 2, f32_bf16dot_gemm_8x32_avx512bf16,
      f32_to_bf16_member_avx512bf16, f32_to_bf16_pair_avx512bf16, f32_to_bf16_pair_split_avx512bf16,
      f32_to_bf16_values_avx512bf16},
     {Isa::avx512bf16, "f32_bf16dot_gemm_6x64__avx512bf16", DType::f32, PanelType::bf16_pair,
@@ -36,6 +41,9 @@ constexpr GemmKernel kKernels[] = {
      f32_to_bf16_values_avx512bf16},
     {Isa::avx512, "f32_gemm_8x48__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 48, 0, 1,
      f32_gemm_8x48_avx512, copy_f32_panel, nullptr, nullptr, nullptr, nullptr,
+     f32_split_panel_avx512},
+    {Isa::avx512, "f32_gemm_8x32__avx512", DType::f32, PanelType::f32, PanelType::f32, 8, 32, 0, 1,
+     f32_gemm_8x32_avx512, copy_f32_panel, nullptr, nullptr, nullptr, nullptr,
      f32_split_panel_avx512},
     {Isa::avx512, "f32_gemm_6x64__avx512", DType::f32, PanelType::f32, PanelType::f32, 6, 64, 0, 1,
      f32_gemm_6x64_avx512, copy_f32_panel, nullptr, nullptr, nullptr, nullptr,
@@ -70,6 +78,10 @@ constexpr GemmKernel kKernels[] = {
      PanelType::bf16_pair, 8, 48, 0, 2, f16_bf16dot_gemm_8x48_avx512bf16,
      f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16, f16_to_bf16_pair_split_avx512bf16,
      f16_to_bf16_values_avx512bf16},
+    {Isa::avx512bf16, "f16_bf16dot_gemm_8x32__avx512bf16", DType::f16, PanelType::bf16_pair,
+     PanelType::bf16_pair, 8, 32, 0, 2, f16_bf16dot_gemm_8x32_avx512bf16,
+     f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16, f16_to_bf16_pair_split_avx512bf16,
+     f16_to_bf16_values_avx512bf16},
     {Isa::avx512bf16, "f16_bf16dot_gemm_6x64__avx512bf16", DType::f16, PanelType::bf16_pair,
      PanelType::bf16_pair, 6, 64, 0, 2, f16_bf16dot_gemm_6x64_avx512bf16,
      f16_to_bf16_member_avx512bf16, f16_to_bf16_pair_avx512bf16, f16_to_bf16_pair_split_avx512bf16,
@@ -85,6 +97,9 @@ constexpr GemmKernel kKernels[] = {
     {Isa::avx512, "f16_f32acc_gemm_8x48__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 48,
      0, 1, f16_f32acc_gemm_8x48_avx512, f16_to_f32_panel_avx512, nullptr, nullptr, nullptr,
      f16_f32acc_gemm_8x48_avx512_f16b, f16_to_f32_split_panel_avx512},
+    {Isa::avx512, "f16_f32acc_gemm_8x32__avx512", DType::f16, PanelType::f32, PanelType::f32, 8, 32,
+     0, 1, f16_f32acc_gemm_8x32_avx512, f16_to_f32_panel_avx512, nullptr, nullptr, nullptr,
+     f16_f32acc_gemm_8x32_avx512_f16b, f16_to_f32_split_panel_avx512},
     {Isa::avx512, "f16_f32acc_gemm_6x64__avx512", DType::f16, PanelType::f32, PanelType::f32, 6, 64,
      0, 1, f16_f32acc_gemm_6x64_avx512, f16_to_f32_panel_avx512, nullptr, nullptr, nullptr,
      f16_f32acc_gemm_6x64_avx512_f16b, f16_to_f32_split_panel_avx512},
