@@ -16,7 +16,8 @@ namespace {
 // (FpMath::bf16) rank by their ISA like the others but are skipped unless asked for. A 6x48 row
 // follows each 6x64 one: the same A panels, for output rows that 48 lanes fit better (96, 48:
 // whole strips written in place), and an 8x32 row each AVX-512 8x48 one, for rows of 32, 64,
-// 128 and 256 (2D UNets, 3D patches of 128^3); find_gemm_kernel never picks a sibling first,
+// 128 and 256 (2D UNets, 3D patches of 128^3) and short padded rows 32 lanes waste less of
+// (stride-2 layers to 24^3 and 12^3); find_gemm_kernel never picks a sibling first,
 // the direct conv chooses between them per input shape (gemm_siblings).
 constexpr GemmKernel kKernels[] = {
     {Isa::avx512bf16, "f32_bf16dot_gemm_8x48__avx512bf16", DType::f32, PanelType::bf16_pair,
