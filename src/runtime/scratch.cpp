@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/ref/op.h"
 #include "runtime/pages.h"
 
 namespace voxrt {
@@ -79,6 +80,11 @@ size_t ScratchCache::free_bytes() const {
   size_t n = 0;
   for (const Block& b : free_) n += b.capacity;
   return n;
+}
+
+// Here rather than in backends/ref/op.h, which sees ScratchCache only declared.
+ScratchCache* RunContext::own_scratch(int thread) const {
+  return thread >= 0 && thread < own_count ? own + thread : scratch;
 }
 
 }  // namespace voxrt

@@ -27,6 +27,8 @@ class RangeCursor {
   explicit RangeCursor(int64_t n) : end_(n) {}
   /// The next item, or -1 when every item of the job has been given out.
   int64_t next();
+  /// The thread running this cursor: 0 the caller, 1.. the pool's workers.
+  int thread() const { return self_; }
 
  private:
   friend class ThreadPool;

@@ -20,11 +20,19 @@ class ScratchCache;
 /// What a run hands every op: the Session's threads, and the scratch memory its ops reuse from
 /// run to run (either may be null: inline, and plain allocations). `panels` holds the weights a
 /// layer widens for its kernels (a few blocks of one size, apart from the other scratch, whose
-/// sizes they would otherwise mix with); null: `scratch`.
+/// sizes they would otherwise mix with); null: `scratch`. `own`: one cache per pool thread
+/// (`own_count` of them), for buffers a thread alone fills and reads (own_scratch).
 struct RunContext {
   ThreadPool* pool = nullptr;
   ScratchCache* scratch = nullptr;
   ScratchCache* panels = nullptr;
+  ScratchCache* own = nullptr;
+  int own_count = 0;
+
+  /// The scratch of pool thread `thread` (RangeCursor::thread()): its own cache, so that the
+  /// buffers it takes layer after layer lie on lines its own core wrote, or `scratch` where
+  /// there are none.
+  ScratchCache* own_scratch(int thread) const;
 };
 
 /// What shape inference knows about one input: dtype, shape, and its values when they are known

@@ -301,15 +301,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // The furthest a strip reads: its furthest step, NR lanes past the last strip.
   const int64_t reads = strips.back().q + nr + furthest;
   const size_t buffer_elems = static_cast<size_t>(std::max(reads, packs * chan));
-  // One buffer shared by the threads, or one per thread. Past the last plane a strip may read
-  // the tail of the reach (lanes it drops): zeroed once.
-  const int64_t buffers = per_thread
-                              ? std::min<int64_t>(threads, n_batch * group_ * win.out[0] * n_bands)
-                              : (owned ? threads : 1);
-  BufferSlots slots(buffers, buffer_elems * bb, ctx.scratch);
-  for (int64_t i = 0; i < buffers; ++i)
-    std::memset(slots.data(i) + packs * chan * static_cast<int64_t>(bb), 0,
-                (buffer_elems - static_cast<size_t>(packs * chan)) * bb);
+  // One buffer shared by the threads, or one per thread from its own scratch. Past the last
+  // plane a strip may read the tail of the reach (lanes it drops): zeroed once.
+  BufferSlots slots(buffer_elems * bb, static_cast<size_t>(packs * chan) * bb, ctx);
 
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));  // fp32 Y of fp16 storage
@@ -472,7 +466,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     // alternations, 4.25 / 4.28 / 4.20 / 4.23 ms with items dealt to whichever thread came for
     // them, 4.13 / 4.13 / 4.14 / 4.14 with ranges.
     split_ranges(pool, n_batch * group_ * per_group, [&](RangeCursor& items) {
-      BufferSlots::Lease buf(slots);
+      BufferSlots::Lease buf(slots, items);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
@@ -604,7 +598,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     const int64_t ranges = threads, per_band = ceil_div(ceil_div(win.out[0], ranges), unit);
     const int64_t per_range = n_bands * per_band;
     split_ranges(pool, n_batch * group_ * ranges * per_range, [&](RangeCursor& items) {
-      BufferSlots::Lease buf(slots);
+      BufferSlots::Lease buf(slots, items);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
       RingState rs;
       int64_t a_grp = -1;  // by plane: the group whose panels a_all points at
@@ -641,7 +635,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
       for (int64_t band = 0; band < n_bands; ++band)
         for (int64_t z0 = 0; z0 < win.out[0]; z0 += slab_out)
           run_slab(rs, n, grp, band_at(band * band_rows), (n * group_ + grp) * n_bands + band, z0,
-                   std::min(slab_out, win.out[0] - z0), slots.data(0), widened.data(), true);
+                   std::min(slab_out, win.out[0] - z0), slots.shared(), widened.data(), true);
   return true;
 }
 

@@ -156,41 +156,40 @@ inline void zero_run(uint8_t* p, uint8_t* q, const uint8_t* end) {
 /// keeps a range's two-plane halo a small share of its copies).
 inline constexpr int64_t kMinOwnedPlanes = 4;
 
-/// `count` buffers of `bytes` each; a parallel chunk leases a free one for its duration (no more
-/// chunks run at once than there are threads, and `count` is the thread count).
+/// Buffers of `bytes` whose bytes from `zeros_from` on are zeros (what strips read past the last
+/// plane). `shared()`: one the threads fill and read together, from the run's scratch. A Lease:
+/// one a thread fills and reads alone, from that thread's own scratch (RunContext::own_scratch),
+/// so that layer after layer its rings lie on lines its own core wrote. Taken from a cache all
+/// threads share, a thread's ring lay half the time on lines the other core wrote for another
+/// layer (the slots' offsets follow each layer's size), which costs where the cores sit apart
+/// (docs/PERFORMANCE.md, "Each thread's own rings").
 class BufferSlots {
  public:
-  BufferSlots(int64_t count, size_t bytes, ScratchCache* cache)
-      : bytes_(bytes), buffer_(static_cast<size_t>(count) * bytes, cache) {
-    for (int64_t i = count - 1; i >= 0; --i) free_.push_back(i);
+  BufferSlots(size_t bytes, size_t zeros_from, const RunContext& ctx)
+      : bytes_(bytes), zeros_from_(std::min(zeros_from, bytes)), ctx_(ctx) {}
+  uint8_t* shared() {
+    if (!shared_.data()) shared_ = make(ctx_.scratch);
+    return shared_.data();
   }
-  uint8_t* data(int64_t i) const { return buffer_.data() + static_cast<size_t>(i) * bytes_; }
 
   class Lease {
    public:
-    explicit Lease(BufferSlots& s) : s_(s) {
-      std::lock_guard<std::mutex> lock(s_.m_);
-      i_ = s_.free_.back();
-      s_.free_.pop_back();
-    }
-    ~Lease() {
-      std::lock_guard<std::mutex> lock(s_.m_);
-      s_.free_.push_back(i_);
-    }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    uint8_t* data() const { return s_.data(i_); }
+    Lease(BufferSlots& s, const RangeCursor& c) : buf_(s.make(s.ctx_.own_scratch(c.thread()))) {}
+    uint8_t* data() const { return buf_.data(); }
 
    private:
-    BufferSlots& s_;
-    int64_t i_;
+    PanelBuffer buf_;
   };
 
  private:
-  size_t bytes_;
-  PanelBuffer buffer_;
-  std::mutex m_;
-  std::vector<int64_t> free_;
+  PanelBuffer make(ScratchCache* cache) const {
+    PanelBuffer b(bytes_, cache);
+    std::memset(b.data() + zeros_from_, 0, bytes_ - zeros_from_);
+    return b;
+  }
+  size_t bytes_, zeros_from_;
+  const RunContext& ctx_;
+  PanelBuffer shared_;
 };
 
 /// A layer's packed A panels (weights) in its row's panel layout. Rows of fp16 storage whose

@@ -601,11 +601,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   const int64_t slab_planes = zb + reach, chan = slab_planes * plane;
   // A strip reads NR lanes from its first column: past the last plane, zeros.
   const size_t slab_elems = static_cast<size_t>(packs * chan + nr + hi[2] - lo[2]);
-  const int64_t buffers = owned ? threads : 1;
-  BufferSlots slabs(buffers, slab_elems * bb, ctx.scratch);
-  for (int64_t i = 0; i < buffers; ++i)
-    std::memset(slabs.data(i) + packs * chan * static_cast<int64_t>(bb), 0,
-                (slab_elems - static_cast<size_t>(packs * chan)) * bb);
+  BufferSlots slabs(slab_elems * bb, static_cast<size_t>(packs * chan) * bb, ctx);
 
   // Per (depth, height, width) phase: the offset of each panel element from a strip's base.
   std::vector<std::vector<int64_t>> offsets(static_cast<size_t>(sd * sh * sw));
@@ -756,7 +752,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
     // takes slabs off the end of another's (split_ranges). Each slab is filled whole.
     const int64_t per_range = ceil_div(ceil_div(most[0], threads), zb);
     split_ranges(pool, n_batch * threads * per_range, [&](RangeCursor& items) {
-      BufferSlots::Lease slab(slabs);
+      BufferSlots::Lease slab(slabs, items);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
       for (int64_t item; (item = items.next()) >= 0;) {
         const int64_t n = item / (threads * per_range), r = item / per_range % threads;
@@ -769,7 +765,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   }
   PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
   for (int64_t n = 0; n < n_batch; ++n)
-    run_slabs(n, 0, most[0], slabs.data(0), widened.data(), true);
+    run_slabs(n, 0, most[0], slabs.shared(), widened.data(), true);
 }
 
 }  // namespace voxrt::cpu
