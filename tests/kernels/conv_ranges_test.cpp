@@ -3,13 +3,16 @@
 // every ISA path this CPU allows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "backends/cpu/conv/conv_gemm.h"
+#include "backends/cpu/cpu_features.h"
 #include "conv_cases.h"
+#include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 
 namespace voxrt::cpu::conv_cases {
@@ -183,6 +186,53 @@ TEST_P(ConvRangesTest, LargePlanesInBandsMatchReference) {
   for (const ConvCase& c : v) {
     ++k;
     check(c, k % 2 ? DType::f32 : DType::f16, GetParam(), k % 3 ? &pool : nullptr, rng);
+  }
+}
+
+// A thread's own rings (the direct conv's owned rings, a 2D layer's band buffers, the gather
+// ConvTranspose's owned slabs) come from its own scratch cache, RunContext::own_scratch, none
+// from the shared one (fp32 panels, kept whole, take no scratch either): on two threads the
+// threads' caches have held blocks (which thread gets items is the scheduler's) and the shared
+// cache nothing, and the outputs match the reference. The mapping falls back to the shared
+// cache for threads without a cache of their own.
+TEST(ConvOwnScratch, ThreadsRingsComeFromTheirOwnCaches) {
+  ThreadPool pool(2);
+  std::mt19937 rng(31);
+  std::vector<ConvCase> v(3);
+  v[0].x = {1, 4, 20, 11, 13};  // depth enough for two owned ranges
+  v[0].w = {8, 4, 3, 3, 3};
+  v[0].ints("pads", {1, 1, 1, 1, 1, 1});
+  v[1].x = {1, 3, 40, 37};  // a 2D layer: each thread its bands
+  v[1].w = {8, 3, 3, 3};
+  v[1].ints("pads", {1, 1, 1, 1});
+  v[2].op = "ConvTranspose";  // kernel 3, stride 2: the gather form
+  v[2].x = {1, 4, 12, 7, 9};
+  v[2].w = {4, 3, 3, 3, 3};
+  v[2].ints("strides", {2, 2, 2})
+      .ints("pads", {1, 1, 1, 1, 1, 1})
+      .ints("output_padding", {1, 1, 1});
+  for (const ConvCase& c : v) {
+    Built b;
+    ASSERT_TRUE(build(c, DType::f32, rng, b)) << c.str();
+    const ir::Node& n = b.graph.nodes[0];
+    std::vector<const Tensor*> in = {&b.x, &b.w, c.bias ? &b.b : nullptr};
+    std::vector<Tensor> want = {Tensor::zeros(DType::f32, b.y)};
+    OpRegistry::instance().create(n, b.graph)->compute(in, want);
+    std::unique_ptr<Op> fast =
+        CpuRegistry::instance().lower(n, b.graph, OpRegistry::instance().create(n, b.graph),
+                                      std::min(Isa::avx512, usable_isa()), FpMath::strict);
+    ScratchCache shared, own[2];
+    const RunContext ctx{&pool, &shared, nullptr, own, 2};
+    EXPECT_EQ(ctx.own_scratch(0), &own[0]);
+    EXPECT_EQ(ctx.own_scratch(1), &own[1]);
+    EXPECT_EQ(ctx.own_scratch(2), &shared);
+    EXPECT_EQ(ctx.own_scratch(-1), &shared);
+    std::vector<Tensor> got = {Tensor::empty(DType::f32, b.y)};
+    fast->run(ctx, in, got);
+    EXPECT_LT(rel_l2(got[0], want[0]), 1e-5) << fast->kernel_name() << " " << c.str();
+    EXPECT_GT(own[0].peak_bytes() + own[1].peak_bytes(), 0u)
+        << c.str() << ": the threads' rings from their own caches";
+    EXPECT_EQ(shared.peak_bytes(), 0u) << c.str() << ": no ring from the shared cache";
   }
 }
 

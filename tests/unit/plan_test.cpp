@@ -202,8 +202,7 @@ TEST(PlanArena, SplitSliceKeptWhileItsInputIsRead) {
 // With threads, a value shares arena bytes only with values of its class (the bytes of one
 // channel), so that each core writes over lines it wrote itself the run before; one thread, a
 // batch of as many items as threads, or an arena past kThreadClassesMaxBytes keeps one region
-// for all. unet2d mixes three channel
-// sizes (64^2, 32^2 and 16^2 at a 64x64 input).
+// for all. unet2d mixes three channel sizes (64^2, 32^2 and 16^2 at a 64x64 input).
 TEST(PlanArena, ThreadsGiveEachChannelSizeItsOwnRegion) {
   const std::string bytes =
       read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet2d_op17.onnx");
