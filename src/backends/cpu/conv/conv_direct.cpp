@@ -303,7 +303,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const size_t buffer_elems = static_cast<size_t>(std::max(reads, packs * chan));
   // One buffer shared by the threads, or one per thread from its own scratch. Past the last
   // plane a strip may read the tail of the reach (lanes it drops): zeroed once.
-  BufferSlots slots(buffer_elems * bb, static_cast<size_t>(packs * chan) * bb, ctx);
+  RingBuffers slots(buffer_elems * bb, static_cast<size_t>(packs * chan) * bb, ctx);
 
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   const int64_t ys = static_cast<int64_t>(dtype_size(y.dtype()));  // fp32 Y of fp16 storage
@@ -466,7 +466,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     // alternations, 4.25 / 4.28 / 4.20 / 4.23 ms with items dealt to whichever thread came for
     // them, 4.13 / 4.13 / 4.14 / 4.14 with ranges.
     split_ranges(pool, n_batch * group_ * per_group, [&](RangeCursor& items) {
-      BufferSlots::Lease buf(slots, items);
+      RingBuffers::Lease buf(slots, items);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
@@ -598,7 +598,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     const int64_t ranges = threads, per_band = ceil_div(ceil_div(win.out[0], ranges), unit);
     const int64_t per_range = n_bands * per_band;
     split_ranges(pool, n_batch * group_ * ranges * per_range, [&](RangeCursor& items) {
-      BufferSlots::Lease buf(slots, items);
+      RingBuffers::Lease buf(slots, items);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
       RingState rs;
       int64_t a_grp = -1;  // by plane: the group whose panels a_all points at

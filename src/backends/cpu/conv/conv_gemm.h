@@ -156,17 +156,18 @@ inline void zero_run(uint8_t* p, uint8_t* q, const uint8_t* end) {
 inline constexpr int64_t kMinOwnedPlanes = 4;
 
 /// Buffers of `bytes` whose bytes from `zeros_from` on are zeros (what strips read past the last
-/// plane). `shared()`: one the threads fill and read together, from the run's scratch. A Lease:
-/// one a thread fills and reads alone, from that thread's own scratch (RunContext::own_scratch),
-/// so that layer after layer its rings lie on lines its own core wrote. Taken from a cache all
+/// plane). `shared()` (called by one thread, outside the parallel work): one the threads fill
+/// and read together, from the run's scratch. A Lease: one a thread fills and reads alone, from
+/// that thread's own scratch (RunContext::own_scratch), so that layer after layer its rings lie
+/// on lines its own core wrote. Taken from a cache all
 /// threads share, a thread's ring lay half the time on lines the other core wrote for another
 /// layer (the slots' offsets follow each layer's size), which costs where the cores sit apart:
 /// Zen 5 VM, vCPUs a cache line's 430-470 ns round trip apart, unet3d_monai on two threads,
 /// eight alternations, 14.06-14.50 -> 13.33-14.22 ms; on one die (93-140 ns) level
-/// (docs/PERFORMANCE.md, "each thread's own rings").
-class BufferSlots {
+/// (docs/PERFORMANCE.md, "each thread's own rings"). Before fecad97, `BufferSlots`.
+class RingBuffers {
  public:
-  BufferSlots(size_t bytes, size_t zeros_from, const RunContext& ctx)
+  RingBuffers(size_t bytes, size_t zeros_from, const RunContext& ctx)
       : bytes_(bytes), zeros_from_(std::min(zeros_from, bytes)), ctx_(ctx) {}
   uint8_t* shared() {
     if (!shared_.data()) shared_ = make(ctx_.scratch);
@@ -175,7 +176,7 @@ class BufferSlots {
 
   class Lease {
    public:
-    Lease(BufferSlots& s, const RangeCursor& c) : buf_(s.make(s.ctx_.own_scratch(c.thread()))) {}
+    Lease(RingBuffers& s, const RangeCursor& c) : buf_(s.make(s.ctx_.own_scratch(c.thread()))) {}
     uint8_t* data() const { return buf_.data(); }
 
    private:

@@ -601,7 +601,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
   const int64_t slab_planes = zb + reach, chan = slab_planes * plane;
   // A strip reads NR lanes from its first column: past the last plane, zeros.
   const size_t slab_elems = static_cast<size_t>(packs * chan + nr + hi[2] - lo[2]);
-  BufferSlots slabs(slab_elems * bb, static_cast<size_t>(packs * chan) * bb, ctx);
+  RingBuffers slabs(slab_elems * bb, static_cast<size_t>(packs * chan) * bb, ctx);
 
   // Per (depth, height, width) phase: the offset of each panel element from a strip's base.
   std::vector<std::vector<int64_t>> offsets(static_cast<size_t>(sd * sh * sw));
@@ -752,7 +752,7 @@ void ConvTransposeDirect::run(const RunContext& ctx, const ConvWindow& win, cons
     // takes slabs off the end of another's (split_ranges). Each slab is filled whole.
     const int64_t per_range = ceil_div(ceil_div(most[0], threads), zb);
     split_ranges(pool, n_batch * threads * per_range, [&](RangeCursor& items) {
-      BufferSlots::Lease slab(slabs, items);
+      RingBuffers::Lease slab(slabs, items);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks) * a_block_bytes_, ctx);
       for (int64_t item; (item = items.next()) >= 0;) {
         const int64_t n = item / (threads * per_range), r = item / per_range % threads;
