@@ -33,14 +33,24 @@ struct Avx512 {
   }
   // The even and odd values of a then b (2W values) to e and o, in order: two two-source
   // permutes.
-  static void store_even_odd(Vec a, Vec b, float* e, float* o) { store_even_odd(a, b, e, o, W); }
-  // The first n (at most W) of them.
-  static void store_even_odd(Vec a, Vec b, float* e, float* o, size_t n) {
+  static void even_odd(Vec a, Vec b, Vec& e, Vec& o) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    _mm512_mask_storeu_ps(e, first(n), _mm512_permutex2var_ps(a, even, b));
-    _mm512_mask_storeu_ps(
-        o, first(n), _mm512_permutex2var_ps(a, _mm512_add_epi32(even, _mm512_set1_epi32(1)), b));
+    e = _mm512_permutex2var_ps(a, even, b);
+    o = _mm512_permutex2var_ps(a, _mm512_add_epi32(even, _mm512_set1_epi32(1)), b);
+  }
+  static void store_even_odd(Vec a, Vec b, float* e, float* o) {
+    Vec ev, od;
+    even_odd(a, b, ev, od);
+    _mm512_storeu_ps(e, ev);
+    _mm512_storeu_ps(o, od);
+  }
+  // The first n (at most W) of them.
+  static void store_even_odd(Vec a, Vec b, float* e, float* o, size_t n) {
+    Vec ev, od;
+    even_odd(a, b, ev, od);
+    _mm512_mask_storeu_ps(e, first(n), ev);
+    _mm512_mask_storeu_ps(o, first(n), od);
   }
   // The first n values at p (zeros after them; nothing past them is read, so a row's tail needs
   // no copy).
