@@ -20,7 +20,8 @@ def write(model, out, name, shape, check_after):
     os.makedirs(out, exist_ok=True)
     model.eval()
     path = os.path.join(out, name + ".onnx")
-    dynamic = {0: "batch", 2: "depth", 3: "height", 4: "width"}
+    dynamic = {0: "batch", 2: "depth", 3: "height", 4: "width"} if len(shape) == 5 else \
+        {0: "batch", 2: "height", 3: "width"}
     torch.onnx.export(model, torch.randn(shape), path, opset_version=17, input_names=["input"],
                       output_names=["output"], dynamic_axes={"input": dynamic, "output": dynamic})
     onnx.save(fp16_convert.convert_float_to_float16(onnx.load(path)), os.path.join(out, name + "_fp16.onnx"))

@@ -8,10 +8,13 @@ ConvTranspose upsampling, a 1x1x1 head, deep supervision off as at inference (31
 With --resenc, the residual-encoder UNet of nnU-Net's ResEnc M preset: 1, 3, 4, 6, 6 and 6
 residual blocks a stage (conv-IN-LeakyReLU, conv-IN, added to the skip, LeakyReLU; the skip of a
 stage's first block average-pooled, then 1x1x1 conv and IN) and one conv block a decoder stage.
+With --2d, the 2d configuration's PlainConvUNet for CT slices (a 512x512 patch): eight stages of
+32, 64, 128, 256 and then 512 channels, in 2D, written as nnunet2d.
 Both are written in fp32 and as tools/fp16_convert.py converts them; --check then runs build/voxrt
-on a 64^3 input in each precision and prints the relative L2 error against torch in float64:
+on a 64^3 input (2D: 256^2) in each precision and prints the relative L2 error against torch in
+float64:
 
-    /usr/bin/python3 bench/export_nnunet.py /tmp/nnunet [--resenc] [--check]
+    /usr/bin/python3 bench/export_nnunet.py /tmp/nnunet [--resenc | --2d] [--check]
     build/voxrt profile /tmp/nnunet/nnunet.onnx --shape input=1x1x128x128x128 --compare fp32,fp16+bf16 --threads 1
     NODE_PATH=bench/node_modules node bench/ort_bench.js /tmp/nnunet/nnunet.onnx --shape 1x1x128x128x128 --threads 1
 """
@@ -27,8 +30,14 @@ import make_fixtures  # noqa: E402
 from export_common import write  # noqa: E402
 
 FEATURES = (32, 64, 128, 256, 320, 320)
+FEATURES_2D = (32, 64, 128, 256, 512, 512, 512, 512)
 RESENC_BLOCKS = (1, 3, 4, 6, 6, 6)
 block = make_fixtures.conv_in_lrelu
+
+
+def block_2d(cin, cout, stride):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=True),
+                         nn.InstanceNorm2d(cout, affine=True), nn.LeakyReLU(0.01))
 
 
 class ResidualBlock(nn.Module):
@@ -49,28 +58,31 @@ class ResidualBlock(nn.Module):
 
 
 class NnUNet(nn.Module):
-    def __init__(self, residual, in_channels=1, classes=3):
+    def __init__(self, residual, in_channels=1, classes=3, two_d=False):
         super().__init__()
+        features = FEATURES_2D if two_d else FEATURES
+        conv_block = block_2d if two_d else block
+        transposed = nn.ConvTranspose2d if two_d else nn.ConvTranspose3d
         self.stem = block(in_channels, FEATURES[0], 1) if residual else nn.Identity()
         self.encoder = nn.ModuleList()
         cin = FEATURES[0] if residual else in_channels
-        for s, c in enumerate(FEATURES):
+        for s, c in enumerate(features):
             stride = 1 if s == 0 else 2
             if residual:
                 blocks = [ResidualBlock(cin if b == 0 else c, c, stride if b == 0 else 1)
                           for b in range(RESENC_BLOCKS[s])]
             else:
-                blocks = [block(cin, c, stride), block(c, c, 1)]
+                blocks = [conv_block(cin, c, stride), conv_block(c, c, 1)]
             self.encoder.append(nn.Sequential(*blocks))
             cin = c
         self.up = nn.ModuleList()
         self.decoder = nn.ModuleList()
-        for s in range(len(FEATURES) - 1, 0, -1):
-            below, skip = FEATURES[s], FEATURES[s - 1]
-            self.up.append(nn.ConvTranspose3d(below, skip, kernel_size=2, stride=2, bias=True))
-            convs = [block(2 * skip, skip, 1)] + ([] if residual else [block(skip, skip, 1)])
+        for s in range(len(features) - 1, 0, -1):
+            below, skip = features[s], features[s - 1]
+            self.up.append(transposed(below, skip, kernel_size=2, stride=2, bias=True))
+            convs = [conv_block(2 * skip, skip, 1)] + ([] if residual else [conv_block(skip, skip, 1)])
             self.decoder.append(nn.Sequential(*convs))
-        self.seg = nn.Conv3d(FEATURES[0], classes, kernel_size=1)
+        self.seg = (nn.Conv2d if two_d else nn.Conv3d)(features[0], classes, kernel_size=1)
 
     def forward(self, x):
         x = self.stem(x)
@@ -84,11 +96,14 @@ class NnUNet(nn.Module):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a not in ("--resenc", "--check")]
-    residual = "--resenc" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a not in ("--resenc", "--2d", "--check")]
+    residual, two_d = "--resenc" in sys.argv[1:], "--2d" in sys.argv[1:]
+    if residual and two_d:
+        sys.exit("export_nnunet.py: --resenc and --2d exclude each other")
     torch.manual_seed(0)
-    write(NnUNet(residual), args[0] if args else "/tmp/nnunet", "nnunet_resenc" if residual else "nnunet",
-          (1, 1, 64, 64, 64), "--check" in sys.argv[1:])
+    name = "nnunet_resenc" if residual else "nnunet2d" if two_d else "nnunet"
+    write(NnUNet(residual, two_d=two_d), args[0] if args else "/tmp/nnunet", name,
+          (1, 1, 256, 256) if two_d else (1, 1, 64, 64, 64), "--check" in sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -480,6 +480,8 @@ class ConvLoweringTest : public ::testing::TestWithParam<Path> {
 
 // The direct path's per-thread slab budget for a scope.
 using SlabBudget = test::ScopedSetting<int64_t, &ConvGemm::set_slab_budget>;
+// The panel bytes past which 2D bands go a block of output channels at a time, for a scope.
+using WidePanelsAbove = test::ScopedSetting<int64_t, &ConvGemm::set_wide_panels_above>;
 
 // Checks `count` valid cases from make(rng, attempt) in f32 and f16, alternating a pool of
 // `threads` with none, or with `always_pool` on the pool every time; the pool's workers start

@@ -189,6 +189,53 @@ TEST_P(ConvRangesTest, LargePlanesInBandsMatchReference) {
   }
 }
 
+// 2D layers whose panels exceed kWideA (conv_direct.cpp) compute a band one block of output
+// channels at a time over all its strips, in bands of up to 2 MiB of padded input. With the
+// threshold at 0 every 2D layer does: random ones (groups, strides, dilation, several blocks of
+// output channels, fused activations, residuals, X in parts), rows long enough for several bands
+// per thread on two threads, and short ones whose strips cross rows (scratch tiles). And one
+// layer past the default threshold (1.1 MB of fp32 panels: 240 x 128 x 3 x 3), as it comes.
+TEST_P(ConvRangesTest, WidePanelsBlockByBlockMatchReference) {
+  std::mt19937 rng(53);
+  ThreadPool pool(2);
+  {
+    const WidePanelsAbove scoped(0);
+    check_random_cases(24, 59, GetParam(), [](std::mt19937& r, int attempt) {
+      ConvCase c = random_conv(r, 2);
+      c.w[0] = c.x[1] / c.w[1] * 19;  // 19 output channels a group: blocks, the last partial
+      if (attempt % 2 == 1) {
+        c.op = "FusedConv";
+        c.residual = attempt % 4 == 1;
+        c.activation = attempt % 3 == 0 ? "Relu" : "LeakyRelu";
+        if (attempt % 3 == 2 && c.x[1] >= 2 && c.x[1] == c.w[1]) c.x_parts = {1, c.x[1] - 1};
+      }
+      return c;
+    });
+    ConvCase rows;
+    rows.op = "FusedConv";
+    rows.residual = true;
+    rows.activation = "Relu";
+    rows.x = {1, 3, 70, 41};  // 70 rows: bands of 8 or more rows, several per thread
+    rows.w = {21, 3, 3, 3};
+    rows.ints("pads", {1, 1, 1, 1});
+    ConvCase short_rows;
+    short_rows.x = {2, 4, 30, 11};  // 11-wide rows: strips across rows
+    short_rows.w = {17, 4, 3, 3};
+    short_rows.ints("pads", {1, 1, 1, 1});
+    for (const ConvCase* c : {&rows, &short_rows})
+      for (DType t : {DType::f32, DType::f16}) {
+        check(*c, t, GetParam(), &pool, rng);
+        check(*c, t, GetParam(), nullptr, rng);
+      }
+  }
+  ConvCase wide;
+  wide.x = {1, 128, 12, 13};
+  wide.w = {240, 128, 3, 3};
+  wide.ints("pads", {1, 1, 1, 1});
+  check(wide, DType::f32, GetParam(), &pool, rng);
+  check(wide, DType::f16, GetParam(), nullptr, rng);
+}
+
 // A thread's own rings (the direct conv's owned rings, a 2D layer's band buffers, the gather
 // ConvTranspose's owned slabs) come from its own scratch cache, RunContext::own_scratch, none
 // from the shared one (fp32 panels, kept whole, take no scratch either): on two threads the

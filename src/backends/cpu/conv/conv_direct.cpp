@@ -50,6 +50,18 @@ constexpr int64_t kBandBudget = 512 << 10;
 // were 2-8% slower at 32 channels of 96^3 and 128^3 and 64 of 64^3 (3.3-6.5 MB; two bands or
 // more each restart the ring and copy the rows between them twice), so those keep whole planes.
 constexpr int64_t kBandsAbove = 4;
+// (2D) A layer whose packed weights of a group exceed kWideA bytes (more than a core's L2 holds)
+// computes a band one block of output channels at a time, every strip of the band with each
+// block's panel, so that the panel is read from L3 once a band rather than once a strip, and
+// takes bands of up to kWideBandBudget bytes of padded input, so that there are few bands. With
+// NR lanes of a strip against 9216 steps (1024 channels in), strip by strip each strip read all
+// 18.9 MB of panels. nnU-Net's 2d configuration at 512x512, `conv_bench` on Zen 5, one thread,
+// least of three repetitions, two rounds: 1024 -> 512 channels at 32x32 81.1 / 88.7 -> 52.7 /
+// 52.9 ms, at 16x16 23.7 / 23.8 -> 15.4 / 15.4, 512 -> 512 at 32x32 33.4 / 37.9 -> 26.2 / 26.4;
+// with either change alone 79-83 and 21 (the order), 64 and 17 ms (the bands).
+constexpr int64_t kWideA = 1 << 20;
+constexpr int64_t kWideBandBudget = 2 << 20;
+std::atomic<int64_t> wide_panels_above{kWideA};
 // (2D) Bands per thread to aim for, and the fewest output rows a band is cut to for that.
 constexpr int64_t kBandsPerThread = 4;
 constexpr int64_t kMinBandRows = 8;
@@ -168,6 +180,10 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const int64_t oh = win.out[1], ow = win.out[2];
   const int64_t reach_y = (win.kernel[1] - 1) * win.dilation[1] + 1;
   const bool per_thread = reach == 1;
+  // Blocks of output channels outermost in a band (kWideA); a head mixes every block's tile of a
+  // strip at once.
+  const bool wide_a = per_thread && !head &&
+                      mblocks * mr * steps * static_cast<int64_t>(ab) > wide_panels_above.load();
   auto band_ylen = [&](int64_t rows) {
     return rows == oh ? ceil_div(ext[1], sy) : ceil_div((rows - 1) * sy + reach_y, sy);
   };
@@ -200,7 +216,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     const int64_t rows = rows_within(scaled(slab_budget), kMinBandRows);
     band_rows = ceil_div(oh, ceil_div(oh, rows));  // bands of even size
   } else if (per_thread) {
-    const int64_t lo = rows_within(kBandBudget, 1);
+    const int64_t lo = rows_within(wide_a ? kWideBandBudget : kBandBudget, 1);
     // Enough bands to keep every thread busy, unless that makes them thin.
     const int64_t planes_total = n_batch * group_ * win.out[0];
     const int64_t want = ceil_div(kBandsPerThread * threads, planes_total);
@@ -480,11 +496,21 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
           const int64_t w1 = std::min(mblocks, w0 + wblocks);
           const uint8_t* a_w0 = panels_at(grp, w0, w1, widened.data(), false);
-          for (int64_t st = 0; st < static_cast<int64_t>(band.strips->size()); ++st)
-            compute(
-                n, grp, oz, band, st,
-                buf.data() + (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb),
-                offsets.data(), w0, w1, a_w0, tile_out.data(), tile_res.data());
+          const int64_t n_strips = static_cast<int64_t>(band.strips->size());
+          auto strip_at = [&](int64_t st) {
+            return buf.data() +
+                   (*band.strips)[static_cast<size_t>(st)].q * static_cast<int64_t>(bb);
+          };
+          if (wide_a) {
+            for (int64_t mb = w0; mb < w1; ++mb)
+              for (int64_t st = 0; st < n_strips; ++st)
+                compute(n, grp, oz, band, st, strip_at(st), offsets.data(), mb, mb + 1,
+                        a_w0 + (mb - w0) * block_bytes, tile_out.data(), tile_res.data());
+          } else {
+            for (int64_t st = 0; st < n_strips; ++st)
+              compute(n, grp, oz, band, st, strip_at(st), offsets.data(), w0, w1, a_w0,
+                      tile_out.data(), tile_res.data());
+          }
         }
       }
     });
@@ -637,6 +663,10 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
           run_slab(rs, n, grp, band_at(band * band_rows), (n * group_ + grp) * n_bands + band, z0,
                    std::min(slab_out, win.out[0] - z0), slots.shared(), widened.data(), true);
   return true;
+}
+
+int64_t ConvGemm::set_wide_panels_above(int64_t bytes) {
+  return wide_panels_above.exchange(std::max<int64_t>(bytes, 0));
 }
 
 int64_t ConvGemm::set_slab_budget(int64_t bytes_per_thread) {

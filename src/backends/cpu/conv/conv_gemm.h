@@ -296,6 +296,10 @@ class ConvGemm {
   /// the previous one: tests make it small, so that small layers cycle their slabs through the
   /// ring of planes as large ones do.
   static int64_t set_slab_budget(int64_t bytes_per_thread);
+  /// Sets the bytes of a group's panels past which a 2D layer's bands go one block of output
+  /// channels at a time, in wide bands (1 MiB; conv_direct.cpp, kWideA), and returns the
+  /// previous value: tests make it 0, so that small layers take that order as wide ones do.
+  static int64_t set_wide_panels_above(int64_t bytes);
 
  private:
   // B rows read in place from a zero-padded copy of the input (conv_direct.cpp); returns false,
