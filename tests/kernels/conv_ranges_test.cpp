@@ -190,11 +190,13 @@ TEST_P(ConvRangesTest, LargePlanesInBandsMatchReference) {
 }
 
 // 2D layers whose panels exceed kWideA (conv_direct.cpp) compute a band one block of output
-// channels at a time over all its strips, in bands of up to 2 MiB of padded input. With the
-// threshold at 0 every 2D layer does: random ones (groups, strides, dilation, several blocks of
-// output channels, fused activations, residuals, X in parts), rows long enough for several bands
-// per thread on two threads, and short ones whose strips cross rows (scratch tiles). And one
-// layer past the default threshold (1.1 MB of fp32 panels: 240 x 128 x 3 x 3), as it comes.
+// channels at a time over all its strips, in bands of up to 2 MiB of padded input, and on
+// several threads split each band's blocks into parts (a thread taking consecutive parts of a
+// band fills it once). With the threshold at 0 every 2D layer does: random ones (groups,
+// strides, dilation, several blocks of output channels, fused activations, residuals, X in
+// parts), on two threads and on three whose workers start late (parts taken over), rows long
+// enough for several bands, and short ones whose strips cross rows (scratch tiles). And one layer
+// past the default threshold (1.1 MB of fp32 panels: 240 x 128 x 3 x 3), as it comes.
 TEST_P(ConvRangesTest, WidePanelsBlockByBlockMatchReference) {
   std::mt19937 rng(53);
   ThreadPool pool(2);
@@ -211,6 +213,14 @@ TEST_P(ConvRangesTest, WidePanelsBlockByBlockMatchReference) {
       }
       return c;
     });
+    check_random_cases(
+        8, 61, GetParam(),
+        [](std::mt19937& r, int) {
+          ConvCase c = random_conv(r, 2);
+          c.w[0] = c.x[1] / c.w[1] * 43;  // blocks enough to split, the last partial
+          return c;
+        },
+        3, true, std::chrono::microseconds(300));
     ConvCase rows;
     rows.op = "FusedConv";
     rows.residual = true;

@@ -53,12 +53,16 @@ constexpr int64_t kBandsAbove = 4;
 // (2D) A layer whose packed weights of a group exceed kWideA bytes (more than a core's L2 holds)
 // computes a band one block of output channels at a time, every strip of the band with each
 // block's panel, so that the panel is read from L3 once a band rather than once a strip, and
-// takes bands of up to kWideBandBudget bytes of padded input, so that there are few bands. With
-// NR lanes of a strip against 9216 steps (1024 channels in), strip by strip each strip read all
-// 18.9 MB of panels. nnU-Net's 2d configuration at 512x512, `conv_bench` on Zen 5, one thread,
-// least of three repetitions, two rounds: 1024 -> 512 channels at 32x32 81.1 / 88.7 -> 52.7 /
-// 52.9 ms, at 16x16 23.7 / 23.8 -> 15.4 / 15.4, 512 -> 512 at 32x32 33.4 / 37.9 -> 26.2 / 26.4;
-// with either change alone 79-83 and 21 (the order), 64 and 17 ms (the bands).
+// takes bands of up to kWideBandBudget bytes of padded input, so that there are few bands; on
+// several threads the bands are not cut thinner, their blocks are split. With NR lanes of a
+// strip against 9216 steps (1024 channels in), strip by strip each strip read all 18.9 MB of
+// panels. nnU-Net's 2d configuration at 512x512, `conv_bench` on Zen 5, least of three
+// repetitions, two rounds: one thread, 1024 -> 512 channels at 32x32 81.1 / 88.7 -> 52.7 / 52.9
+// ms, at 16x16 23.7 / 23.8 -> 15.4 / 15.4, 512 -> 512 at 32x32 33.4 / 37.9 -> 26.2 / 26.4 (with
+// either change alone 79-83 and 21 (the order), 64 and 17 ms (the bands)); then the blocks split
+// instead of bands of 8 rows, two threads: 512 -> 512 at 8x8 2.60-2.67 -> 1.18-1.35 ms (one band,
+// which one thread had computed alone), at 32x32 14.3-14.6 -> 12.6-13.2, 1024 -> 512 at 16x16
+// 8.1-8.6 -> 7.4-8.0; one thread (whole bands) 1024 -> 512 at 32x32 53.2-62.1 -> 50.7-53.9.
 constexpr int64_t kWideA = 1 << 20;
 constexpr int64_t kWideBandBudget = 2 << 20;
 std::atomic<int64_t> wide_panels_above{kWideA};
@@ -220,7 +224,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     // Enough bands to keep every thread busy, unless that makes them thin.
     const int64_t planes_total = n_batch * group_ * win.out[0];
     const int64_t want = ceil_div(kBandsPerThread * threads, planes_total);
-    const int64_t rows = std::min(lo, std::max(kMinBandRows, ceil_div(oh, want)));
+    // Wide layers keep whole bands and split their blocks of output channels instead (below).
+    const int64_t rows = wide_a ? lo : std::min(lo, std::max(kMinBandRows, ceil_div(oh, want)));
     band_rows = ceil_div(oh, ceil_div(oh, rows));  // bands of even size
   }
   const int64_t n_bands = ceil_div(oh, band_rows);
@@ -477,24 +482,40 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   if (per_thread) {
     // Items (batch item, group, output plane, band), each filled and computed by one thread.
     const int64_t per_group = win.out[0] * n_bands;
+    const int64_t base_items = n_batch * group_ * per_group;
+    // A wide layer's items are (band, part of its blocks of output channels), enough of them for
+    // kBandsPerThread a thread: its bands are few (a 512-channel layer at 8x8 is one), and each
+    // thread then reads only its blocks' panels. A thread given consecutive parts of one band
+    // fills it once.
+    int64_t part_blocks = mblocks;
+    if (wide_a && threads > 1)
+      part_blocks = ceil_div(
+          mblocks,
+          std::clamp<int64_t>(ceil_div(kBandsPerThread * threads, base_items), 1, mblocks));
+    const int64_t parts = ceil_div(mblocks, part_blocks);
     // Thread t takes the t-th range of items first, so the next layer's bands over the same
     // rows find them in its core's cache: unet2d on two threads, `voxrt bench`, four
     // alternations, 4.25 / 4.28 / 4.20 / 4.23 ms with items dealt to whichever thread came for
     // them, 4.13 / 4.13 / 4.14 / 4.14 with ranges.
-    split_ranges(pool, n_batch * group_ * per_group, [&](RangeCursor& items) {
+    split_ranges(pool, base_items * parts, [&](RangeCursor& items) {
       RingBuffers::Lease buf(slots, items);
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
-      for (int64_t item; (item = items.next()) >= 0;) {
+      int64_t filled = -1;
+      for (int64_t part_item; (part_item = items.next()) >= 0;) {
+        const int64_t item = part_item / parts, part = part_item % parts;
         const int64_t n = item / (group_ * per_group), grp = item / per_group % group_,
                       oz = item % per_group / n_bands, y0 = item % n_bands * band_rows;
         const Band band = band_at(y0);
-        for (int64_t pack = 0; pack < packs; ++pack)
-          fill_plane(n, grp, pack, oz * sz - win.pad[0], band,
-                     buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data(), false);
-        for (int64_t w0 = 0; w0 < mblocks; w0 += wblocks) {
-          const int64_t w1 = std::min(mblocks, w0 + wblocks);
+        if (filled != item)
+          for (int64_t pack = 0; pack < packs; ++pack)
+            fill_plane(n, grp, pack, oz * sz - win.pad[0], band,
+                       buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data(), false);
+        filled = item;
+        const int64_t mb_end = std::min(mblocks, (part + 1) * part_blocks);
+        for (int64_t w0 = part * part_blocks; w0 < mb_end; w0 += wblocks) {
+          const int64_t w1 = std::min(mb_end, w0 + wblocks);
           const uint8_t* a_w0 = panels_at(grp, w0, w1, widened.data(), false);
           const int64_t n_strips = static_cast<int64_t>(band.strips->size());
           auto strip_at = [&](int64_t st) {
