@@ -164,12 +164,14 @@ TEST_P(ConvRangesTest, WidePlanesInBandsMatchReference) {
 
 // Planes of a kernel one deep larger than the direct path's band budget (512 KiB of padded
 // input) are computed in bands of output rows, each thread its own: even and uneven bands,
-// strides, dilation, a 3D kernel one deep, batches. Few channels keep the reference cheap.
+// strides, dilation, a 3D kernel one deep, batches, and rows so wide (24 channels of 1001
+// columns) that the budget holds fewer than the four a band keeps (kMinBandRowsCopied). Few
+// channels keep the reference cheap.
 TEST_P(ConvRangesTest, LargePlanesInBandsMatchReference) {
   if (GetParam().isa == Isa::scalar) GTEST_SKIP() << "the band logic is ISA-independent";
   ThreadPool pool(2);
   std::mt19937 rng(13);
-  std::vector<ConvCase> v(4);
+  std::vector<ConvCase> v(5);
   v[0].x = {1, 1, 730, 720};
   v[0].w = {5, 1, 3, 3};
   v[0].ints("pads", {1, 1, 1, 1});
@@ -182,6 +184,9 @@ TEST_P(ConvRangesTest, LargePlanesInBandsMatchReference) {
   v[3].x = {1, 2, 3, 500, 523};
   v[3].w = {4, 2, 1, 3, 3};
   v[3].ints("pads", {0, 1, 1, 0, 1, 1});
+  v[4].x = {1, 24, 21, 1001};
+  v[4].w = {5, 24, 3, 3};
+  v[4].ints("pads", {1, 1, 1, 1});
   int k = 0;
   for (const ConvCase& c : v) {
     ++k;

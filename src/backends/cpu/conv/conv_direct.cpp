@@ -66,6 +66,14 @@ constexpr int64_t kBandsAbove = 4;
 constexpr int64_t kWideA = 1 << 20;
 constexpr int64_t kWideBandBudget = 2 << 20;
 std::atomic<int64_t> wide_panels_above{kWideA};
+// (2D) The fewest output rows a band holds where kWideBandBudget allows, though kBandBudget
+// would give fewer: a band copies the kernel's reach of input rows more, two for a 3x3 kernel,
+// so one row a band copied its input three times (64 channels of 512 columns are 131 KB a row).
+// nnU-Net's 2d decoder's last layer, 64 -> 32 channels at 512x512, `conv_bench` one thread,
+// least of three, three rounds with the host's speed changing between them: fp32 62.4 / 84.4 /
+// 78.4 ms at one row, 58.4 / 77.3 / 72.9 at four; fp16 storage 59.0 / 79.7 / 72.3 and 55.7 /
+// 73.5 / 67.2. (Six rows read the same as four.)
+constexpr int64_t kMinBandRowsCopied = 4;
 // (2D) Bands per thread to aim for, and the fewest output rows a band is cut to for that.
 constexpr int64_t kBandsPerThread = 4;
 constexpr int64_t kMinBandRows = 8;
@@ -220,7 +228,10 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     const int64_t rows = rows_within(scaled(slab_budget), kMinBandRows);
     band_rows = ceil_div(oh, ceil_div(oh, rows));  // bands of even size
   } else if (per_thread) {
-    const int64_t lo = rows_within(wide_a ? kWideBandBudget : kBandBudget, 1);
+    const int64_t lo =
+        wide_a ? rows_within(kWideBandBudget, 1)
+               : std::max(rows_within(kBandBudget, 1),
+                          std::min(kMinBandRowsCopied, rows_within(kWideBandBudget, 1)));
     // Enough bands to keep every thread busy, unless that makes them thin.
     const int64_t planes_total = n_batch * group_ * win.out[0];
     const int64_t want = ceil_div(kBandsPerThread * threads, planes_total);
