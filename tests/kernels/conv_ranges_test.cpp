@@ -199,9 +199,10 @@ TEST_P(ConvRangesTest, LargePlanesInBandsMatchReference) {
 // several threads split each band's blocks into parts (a thread taking consecutive parts of a
 // band fills it once). With the threshold at 0 every 2D layer does: random ones (groups,
 // strides, dilation, several blocks of output channels, fused activations, residuals, X in
-// parts), on two threads and on three whose workers start late (parts taken over), rows long
-// enough for several bands, and short ones whose strips cross rows (scratch tiles). And one layer
-// past the default threshold (1.1 MB of fp32 panels: 240 x 128 x 3 x 3), as it comes.
+// parts), on two threads and on three whose workers start late (parts taken over), fp16 panels
+// widened a block at a time, rows long enough for several bands, and short ones whose strips
+// cross rows (scratch tiles). And one layer past the default threshold (1.1 MB of fp32 panels:
+// 240 x 128 x 3 x 3), as it comes.
 TEST_P(ConvRangesTest, WidePanelsBlockByBlockMatchReference) {
   std::mt19937 rng(53);
   ThreadPool pool(2);
@@ -218,14 +219,17 @@ TEST_P(ConvRangesTest, WidePanelsBlockByBlockMatchReference) {
       }
       return c;
     });
-    check_random_cases(
-        8, 61, GetParam(),
-        [](std::mt19937& r, int) {
-          ConvCase c = random_conv(r, 2);
-          c.w[0] = c.x[1] / c.w[1] * 43;  // blocks enough to split, the last partial
-          return c;
-        },
-        3, true, std::chrono::microseconds(300));
+    auto many_blocks = [](std::mt19937& r, int) {
+      ConvCase c = random_conv(r, 2);
+      c.w[0] = c.x[1] / c.w[1] * 43;  // blocks enough to split, the last partial
+      return c;
+    };
+    check_random_cases(8, 61, GetParam(), many_blocks, 3, true, std::chrono::microseconds(300));
+    if (GetParam().fpmath != FpMath::bf16) {
+      // fp16-kept panels widened a block at a time within each part.
+      const test::ScopedSetting<size_t, &APanels::set_widen_budget> widen(512);
+      check_random_cases(6, 67, GetParam(), many_blocks, 2, true);
+    }
     ConvCase rows;
     rows.op = "FusedConv";
     rows.residual = true;
