@@ -112,7 +112,10 @@ ir::Graph import_graph(const onnx::ModelProto& model, onnx::GraphProto* consume,
     std::string where = mwhere + ", initializer '" + init.name() + "'";
     if (init.name().empty()) throw Error(mwhere + ": an initializer has no name");
     int v = g.add_value(init.name());
-    Tensor t = tensor_from_proto(init, model_dir, where);
+    // A consumed initializer's raw bytes become the constant's storage.
+    Tensor t =
+        consume ? tensor_from_proto(std::move(*consume->mutable_initializer(i)), model_dir, where)
+                : tensor_from_proto(init, model_dir, where);
     g.values[static_cast<size_t>(v)].dtype = t.dtype();
     g.constants[v] = std::move(t);
     if (consume) {

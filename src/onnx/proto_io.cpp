@@ -1,8 +1,17 @@
 #include "onnx/proto_io.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <utility>
 
 #include "voxrt/error.h"
 
@@ -24,17 +33,63 @@ onnx::ModelProto parse_model(const void* bytes, size_t size, const std::string& 
   return m;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open '" + path + "'");
-  f.seekg(0, std::ios::end);
-  std::streamoff n = f.tellg();
-  if (n < 0) throw Error("cannot read '" + path + "'");
-  f.seekg(0);
-  std::string s(static_cast<size_t>(n), '\0');
-  f.read(s.data(), n);
-  if (!f) throw Error("cannot read '" + path + "'");
-  return s;
+FileBytes& FileBytes::operator=(FileBytes&& o) noexcept {
+  if (this != &o) {
+    release();
+    map_ = std::exchange(o.map_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    read_ = std::move(o.read_);
+    o.read_.clear();
+  }
+  return *this;
+}
+
+void FileBytes::release() {
+  if (map_) munmap(map_, size_);
+  map_ = nullptr;
+  size_ = 0;
+  std::string().swap(read_);
+}
+
+FileBytes read_file(const std::string& path) {
+  FileBytes b;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open '" + path + "'");
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error("'" + path + "' is a directory, not a model file");
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    // MAP_POPULATE faults the pages in as one request rather than page by page.
+    void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+                   fd, 0);
+    if (m != MAP_FAILED) {
+      b.map_ = m;
+      b.size_ = static_cast<size_t>(st.st_size);
+      ::close(fd);
+      return b;
+    }
+  }
+  // Not mapped (empty, a pipe or device, or a mapping refused): read to the end, at most one
+  // byte past what parse_model accepts, so that it refuses an oversized stream by name.
+  constexpr size_t kMost = size_t{INT32_MAX} + 1;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, std::min(sizeof chunk, kMost - b.read_.size()));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      ::close(fd);
+      throw Error("cannot read '" + path + "'");
+    }
+    if (got == 0 || b.read_.size() + static_cast<size_t>(got) >= kMost) {
+      b.read_.append(chunk, static_cast<size_t>(got));
+      break;
+    }
+    b.read_.append(chunk, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return b;
 }
 
 DType dtype_from_onnx(int32_t t, const std::string& where) {
@@ -126,8 +181,11 @@ std::string read_external(const TensorProto& p, const std::string& model_dir,
 
 }  // namespace
 
-Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
-                         const std::string& where) {
+namespace {
+
+// tensor_from_proto; with `raw_owner` (p itself), raw_data becomes the tensor's storage.
+Tensor decode_tensor(const TensorProto& p, TensorProto* raw_owner, const std::string& model_dir,
+                     const std::string& where) {
   if (p.has_segment()) throw Error(where + ": segmented tensors are not supported");
   DType dt = dtype_from_onnx(p.data_type(), where);
   Shape shape(p.dims().begin(), p.dims().end());
@@ -154,6 +212,12 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
     if (p.raw_data().size() != bytes)
       throw Error(where + ": shape " + shape_str(shape) + " needs " + std::to_string(bytes) +
                   " bytes but the tensor holds " + std::to_string(p.raw_data().size()));
+    if (raw_owner && bytes) {
+      // The string moves into a holder the tensor's storage shares: no copy of the bytes.
+      auto held = std::make_shared<std::string>(std::move(*raw_owner->mutable_raw_data()));
+      std::shared_ptr<uint8_t[]> storage(held, reinterpret_cast<uint8_t*>(held->data()));
+      return Tensor::adopt(dt, shape, std::move(storage));
+    }
     Tensor t = Tensor::empty(dt, shape);
     if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
     return t;
@@ -202,6 +266,17 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
       }
   }
   return t;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir,
+                         const std::string& where) {
+  return decode_tensor(p, nullptr, model_dir, where);
+}
+
+Tensor tensor_from_proto(TensorProto&& p, const std::string& model_dir, const std::string& where) {
+  return decode_tensor(p, &p, model_dir, where);
 }
 
 void tensor_to_proto(const Tensor& t, const std::string& name, TensorProto& p) {

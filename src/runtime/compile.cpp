@@ -80,10 +80,10 @@ ir::Graph import_checked(const void* bytes, size_t size, const std::string& mode
   return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
 }
 
-ir::Graph import_checked(std::string&& bytes, const std::string& model_name,
+ir::Graph import_checked(onnx_io::FileBytes&& bytes, const std::string& model_name,
                          const std::string& model_dir) {
   onnx::ModelProto proto = onnx_io::parse_model(bytes.data(), bytes.size(), model_name);
-  std::string().swap(bytes);  // parsed: the file's bytes are not needed any more
+  bytes.release();  // parsed: the file's bytes are not needed any more
   return checked(onnx_io::import_model(std::move(proto), model_name, model_dir));
 }
 
@@ -92,7 +92,7 @@ CompiledModel compile_model(const void* bytes, size_t size, const std::string& m
   return compile_graph(import_checked(bytes, size, model_name, model_dir), options);
 }
 
-CompiledModel compile_model(std::string&& bytes, const std::string& model_name,
+CompiledModel compile_model(onnx_io::FileBytes&& bytes, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options) {
   return compile_graph(import_checked(std::move(bytes), model_name, model_dir), options);
 }

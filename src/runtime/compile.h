@@ -12,6 +12,10 @@
 
 namespace voxrt {
 
+namespace onnx_io {
+class FileBytes;
+}  // namespace onnx_io
+
 struct CompileOptions {
   bool fp16 = false;               // convert float weights and activations to fp16, keep fp32 I/O
   bool fp32 = false;               // widen fp16 weights and activations to fp32, keep the I/O types
@@ -30,9 +34,9 @@ struct CompiledModel {
 /// Parses, imports and checks a model; throws voxrt::Error naming the model/node on failure.
 CompiledModel compile_model(const void* bytes, size_t size, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options);
-/// The same from bytes it may consume: they are released once parsed, and each weight's
-/// protobuf copy once imported, so loading holds about one copy of a large model at a time.
-CompiledModel compile_model(std::string&& bytes, const std::string& model_name,
+/// The same from a file's bytes, which it releases once parsed; each weight's bytes then move
+/// from protobuf into the graph's constants, so loading holds one copy of a large model at a time.
+CompiledModel compile_model(onnx_io::FileBytes&& bytes, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options);
 /// The steps after import: precision conversion, passes, ops, CPU lowering.
 CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options);
@@ -40,7 +44,7 @@ CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options);
 /// Imports and checks a model without passes (for converters); dtypes are inferred.
 ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
                          const std::string& model_dir);
-ir::Graph import_checked(std::string&& bytes, const std::string& model_name,
+ir::Graph import_checked(onnx_io::FileBytes&& bytes, const std::string& model_name,
                          const std::string& model_dir);
 
 /// Creates every node's Op (refusing unsupported ops and attributes) and infers the dtype of

@@ -13,7 +13,7 @@ namespace voxrt {
 Fp16ConvertReport convert_to_fp16(const std::string& in_path, const std::string& out_path,
                                   const Fp16ConvertOptions& options) {
   std::filesystem::path p(in_path);
-  std::string bytes = onnx_io::read_file(in_path);
+  const onnx_io::FileBytes bytes = onnx_io::read_file(in_path);
   ir::Graph g = import_checked(bytes.data(), bytes.size(), p.filename().string(),
                                p.parent_path().string());
   Fp16Options o;
