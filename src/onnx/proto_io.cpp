@@ -75,17 +75,14 @@ FileBytes read_file(const std::string& path) {
   // byte past what parse_model accepts, so that it refuses an oversized stream by name.
   constexpr size_t kMost = size_t{INT32_MAX} + 1;
   char chunk[1 << 16];
-  for (;;) {
+  while (b.read_.size() < kMost) {
     const ssize_t got = ::read(fd, chunk, std::min(sizeof chunk, kMost - b.read_.size()));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       ::close(fd);
       throw Error("cannot read '" + path + "'");
     }
-    if (got == 0 || b.read_.size() + static_cast<size_t>(got) >= kMost) {
-      b.read_.append(chunk, static_cast<size_t>(got));
-      break;
-    }
+    if (got == 0) break;
     b.read_.append(chunk, static_cast<size_t>(got));
   }
   ::close(fd);
