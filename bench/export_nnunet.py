@@ -17,6 +17,7 @@ float64:
     /usr/bin/python3 bench/export_nnunet.py /tmp/nnunet [--resenc | --2d] [--check]
     build/voxrt profile /tmp/nnunet/nnunet.onnx --shape input=1x1x128x128x128 --compare fp32,fp16+bf16 --threads 1
     NODE_PATH=bench/node_modules node bench/ort_bench.js /tmp/nnunet/nnunet.onnx --shape 1x1x128x128x128 --threads 1
+    bench/compare_onnxruntime --models /tmp/nnunet/nnunet2d --size2d 512 --rounds 3 --runs 3
 """
 import os
 import sys
