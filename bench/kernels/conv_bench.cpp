@@ -167,6 +167,8 @@ std::vector<ConvCase> cases() {
        {1, 1, 1, 1},
        {},
        {}},
+      // nnU-Net 2d's last up-convolution: 64 -> 32 channels, 256x256 -> 512x512.
+      {"convtranspose2x2_s2_64to32_256", "ConvTranspose", Shape{1, 64, 256, 256}, Shape{64, 32, 2, 2}, {}, {2, 2}, {}},
       {"convtranspose2x2x2_s2_32to16_48",
        "ConvTranspose",
        cube(48, 32),
