@@ -61,9 +61,11 @@ FileBytes read_file(const std::string& path) {
     throw Error("'" + path + "' is a directory, not a model file");
   }
   if (S_ISREG(st.st_mode) && st.st_size > 0) {
-    // MAP_POPULATE faults the pages in as one request rather than page by page.
-    void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE,
-                   fd, 0);
+    // MAP_POPULATE faults the pages in as one request rather than page by page; not for a file
+    // parse_model refuses unread (past 2 GB), which it would read whole first.
+    const bool populate = st.st_size <= INT32_MAX;
+    void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ,
+                   MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
     if (m != MAP_FAILED) {
       b.map_ = m;
       b.size_ = static_cast<size_t>(st.st_size);

@@ -35,7 +35,8 @@ struct CompiledModel {
 CompiledModel compile_model(const void* bytes, size_t size, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options);
 /// The same from a file's bytes, which it releases once parsed; each weight's bytes then move
-/// from protobuf into the graph's constants, so loading holds one copy of a large model at a time.
+/// from protobuf into the graph's constants, so loading holds about one copy of a large model at a
+/// time.
 CompiledModel compile_model(onnx_io::FileBytes&& bytes, const std::string& model_name,
                             const std::string& model_dir, const CompileOptions& options);
 /// The steps after import: precision conversion, passes, ops, CPU lowering.

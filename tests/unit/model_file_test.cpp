@@ -78,6 +78,22 @@ TEST(ModelFile, WhatCannotBeMappedIsReadOrRefused) {
   EXPECT_THROW(onnx_io::read_file("/nonexistent/voxrt/model.onnx"), Error);
 }
 
+// A file past protobuf's 2 GB is refused by name (sparse here: nothing is written or read).
+TEST(ModelFile, FilePastTwoGigabytesIsRefusedByName) {
+  const fs::path p = fs::temp_directory_path() / "voxrt_model_file_huge.onnx";
+  { std::ofstream(p, std::ios::binary) << "x"; }
+  std::error_code ec;
+  fs::resize_file(p, uintmax_t{3} << 30, ec);
+  if (ec) GTEST_SKIP() << "cannot make a sparse 3 GiB file here: " << ec.message();
+  try {
+    Session s(p.string());
+    ADD_FAILURE() << "a 3 GiB file loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than 2 GB"), std::string::npos) << e.what();
+  }
+  fs::remove(p);
+}
+
 TEST(ModelFile, ReleasedAndMovedBytesAreGone) {
   const fs::path p = write_temp("voxrt_model_file_move.onnx", "0123456789");
   onnx_io::FileBytes a = onnx_io::read_file(p.string());

@@ -179,6 +179,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const int64_t mr = g.mr, nr = g.nr, mblocks = ceil_div(mg, mr);
   const size_t es = dtype_size(g.storage), ab = panel_type_bytes(g.a_panel),
                bb = panel_type_bytes(g.b_panel), member = bb / static_cast<size_t>(kp);
+  const int64_t block_bytes = mr * steps * static_cast<int64_t>(ab);  // one MR block's panel
   const int64_t s_out = win.out_size(), out_plane = win.out[1] * win.out[2];
   const int64_t threads = pool ? pool->size() : 1;
   const int64_t sz = win.stride[0], reach = (win.kernel[0] - 1) * win.dilation[0] + 1;
@@ -194,8 +195,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const bool per_thread = reach == 1;
   // Blocks of output channels outermost in a band (kWideA); a head mixes every block's tile of a
   // strip at once.
-  const bool wide_a = per_thread && !head &&
-                      mblocks * mr * steps * static_cast<int64_t>(ab) > wide_panels_above.load();
+  const bool wide_a = per_thread && !head && mblocks * block_bytes > wide_panels_above.load();
   auto band_ylen = [&](int64_t rows) {
     return rows == oh ? ceil_div(ext[1], sy) : ceil_div((rows - 1) * sy + reach_y, sy);
   };
@@ -402,7 +402,6 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // Output plane oz of batch item n, group grp: one strip of the band, output-channel blocks
   // [mb0, mb1) with the panels of block mb0 at `a0`, reading the strip from `b`. `tile_out` and
   // `tile_res` hold MR x NR elements.
-  const int64_t block_bytes = mr * steps * static_cast<int64_t>(ab);
   const CastKernels& cast = cast_kernels(g.isa);
   // With a head, mixed straight into Y's dtype.
   const EltwiseKernels* mix_y = head ? eltwise_kernels(y.dtype(), g_.isa) : nullptr;
