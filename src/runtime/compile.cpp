@@ -1,11 +1,13 @@
 #include "runtime/compile.h"
 
+#include <exception>
 #include <sstream>
 
 #include "backends/cpu/cpu_op.h"
 #include "onnx/importer.h"
 #include "onnx/proto_io.h"
 #include "passes/passes.h"
+#include "runtime/thread_pool.h"
 
 namespace voxrt {
 
@@ -114,10 +116,31 @@ CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options) {
   m.graph.remove_dead();
   m.ops = build_ops(m.graph);
   if (options.cpu_kernels) {
-    cpu::Isa isa = cpu::max_isa();
-    for (size_t k = 0; k < m.ops.size(); ++k)
+    const cpu::Isa isa = cpu::max_isa();
+    auto lower = [&](size_t k) {
       m.ops[k] = cpu::CpuRegistry::instance().lower(m.graph.nodes[k], m.graph, std::move(m.ops[k]),
                                                     isa, options.fpmath);
+    };
+    if (options.pool && options.pool->size() > 1) {
+      // Lowerings read the graph and write only their own node's op; packing a layer's weights
+      // is most of a large model's load. A node's failure is kept, and the first node's in
+      // graph order thrown, as the loop below would.
+      std::vector<std::exception_ptr> failed(m.ops.size());
+      options.pool->parallel_for(
+          static_cast<int64_t>(m.ops.size()),
+          [&](int64_t begin, int64_t end) {
+            for (int64_t k = begin; k < end; ++k) try {
+                lower(static_cast<size_t>(k));
+              } catch (...) {
+                failed[static_cast<size_t>(k)] = std::current_exception();
+              }
+          },
+          1);
+      for (const std::exception_ptr& f : failed)
+        if (f) std::rethrow_exception(f);
+    } else {
+      for (size_t k = 0; k < m.ops.size(); ++k) lower(k);
+    }
     release_packed_constants(m);
   }
   return m;

@@ -19,10 +19,11 @@
 
 namespace voxrt {
 
-uint8_t* map_pages(size_t bytes) {
+uint8_t* map_pages(size_t bytes, bool populate) {
   if (bytes == 0) bytes = 1;
 #ifdef VOXRT_HAVE_MMAP
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   return static_cast<uint8_t*>(p);
 #else

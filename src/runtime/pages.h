@@ -11,8 +11,10 @@
 
 namespace voxrt {
 
-/// `bytes` of zeroed, page-aligned memory in a mapping of its own; throws std::bad_alloc.
-uint8_t* map_pages(size_t bytes);
+/// `bytes` of zeroed, page-aligned memory in a mapping of its own; throws std::bad_alloc. With
+/// `populate`, every page is made present at once (MAP_POPULATE: one system call instead of a
+/// page fault per page, for memory the caller is about to write whole).
+uint8_t* map_pages(size_t bytes, bool populate = false);
 /// Returns a map_pages(bytes) result to the system.
 void unmap_pages(uint8_t* p, size_t bytes) noexcept;
 

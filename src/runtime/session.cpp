@@ -62,9 +62,10 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   co.stop_after = opt.stop_after_pass;
   co.cpu_kernels = opt.backend == Backend::cpu;
   co.fpmath = opt.fpmath;
+  pool = std::make_unique<ThreadPool>(opt.threads);
+  co.pool = pool.get();
   model = compile(co);
   release_load_memory();
-  pool = std::make_unique<ThreadPool>(opt.threads);
   scratch = std::make_unique<ScratchCache>(2 * static_cast<size_t>(opt.threads) + 6);
   panels = std::make_unique<ScratchCache>(static_cast<size_t>(opt.threads) + 1);
   own = std::make_unique<ScratchCache[]>(static_cast<size_t>(opt.threads));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -133,6 +134,55 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(cases()),
 
 TEST(ModelFixtureManifest, IsPresent) {
   EXPECT_FALSE(cases().empty());
+}
+
+// A Session lowers its nodes (packing their weights) on its threads: with three threads each
+// fixture family's fp32 model, and its fp16 model with bf16 products, picks the same kernel for
+// every node as with one, and computes the same outputs.
+TEST(ModelFixtureThreads, LoweredOnThreadsAsOnOne) {
+  VOXRT_SKIP_UNLESS_EMULATION_RUNS();
+  const std::string dir = VOXRT_FIXTURE_DIR;
+  for (const char* family :
+       {"unet3d_bn", "nnunet3d", "unet3d_resize", "unet2d", "unet3d_gn", "unet3d_monai"})
+    for (bool fp16 : {false, true}) {
+      const std::string file = std::string(family) + (fp16 ? "_op17_fp16.onnx" : "_op17.onnx");
+      SCOPED_TRACE(file);
+      std::vector<Tensor> out[2];
+      std::vector<NodeProfile> profile[2];
+      for (int t : {0, 1}) {
+        SessionOptions opt;
+        opt.threads = t == 0 ? 1 : 3;
+        opt.profiling = true;
+        if (fp16) opt.fpmath = FpMath::bf16;
+        Session s(dir + "/" + file, opt);
+        const IoInfo& in = s.inputs()[0];
+        Shape shape = in.shape;
+        shape[0] = 1;
+        for (size_t d = 2; d < shape.size(); ++d) shape[d] = shape.size() == 4 ? 64 : 32;
+        Tensor x = Tensor::empty(in.dtype, shape);
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          const float v = static_cast<float>((i * 7919) % 257) / 128.0f - 1.0f;
+          if (in.dtype == DType::f16)
+            x.data<uint16_t>()[i] = float_to_half(v);
+          else
+            x.data<float>()[i] = v;
+        }
+        out[t] = s.run({{in.name, x}});
+        profile[t] = s.last_profile();
+      }
+      ASSERT_EQ(profile[0].size(), profile[1].size());
+      for (size_t k = 0; k < profile[0].size(); ++k) {
+        EXPECT_EQ(profile[0][k].node, profile[1][k].node);
+        EXPECT_EQ(profile[0][k].kernel, profile[1][k].kernel) << profile[0][k].node;
+      }
+      ASSERT_EQ(out[0].size(), out[1].size());
+      for (size_t o = 0; o < out[0].size(); ++o) {
+        ASSERT_EQ(out[0][o].shape(), out[1][o].shape());
+        ASSERT_EQ(out[0][o].dtype(), out[1][o].dtype());
+        EXPECT_EQ(std::memcmp(out[0][o].raw(), out[1][o].raw(), out[0][o].nbytes()), 0)
+            << "output " << o;
+      }
+    }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels/gemm/gemm_rows.h"
 #include "core/half.h"
+#include "runtime/pages.h"
 
 namespace voxrt::cpu {
 
@@ -275,9 +276,17 @@ ConvResidual::ConvResidual(const Tensor& r, int64_t from, int64_t m) : ConvResid
   skip_ = (r.dim(1) - m) * plane;
 }
 
+namespace {
+// Packed weights of at least this many bytes get a mapping of their own, populated when it is
+// made (MAP_POPULATE) rather than a page fault at a time as the packing first writes each page.
+constexpr size_t kMappedPanels = 64 << 10;
+}  // namespace
+
 void PanelBuffer::Free::operator()(uint8_t* p) const {
   if (cache)
     cache->give_back({p, capacity});
+  else if (capacity > 0)
+    unmap_pages(p, capacity);
   else
     ::operator delete[](p, std::align_val_t(64));
 }
@@ -288,6 +297,8 @@ PanelBuffer::PanelBuffer(size_t bytes, ScratchCache* cache) {
   if (cache) {
     ScratchCache::Block b = cache->take(bytes);
     data_ = std::unique_ptr<uint8_t, Free>(b.data, Free{cache, b.capacity});
+  } else if (bytes >= kMappedPanels) {
+    data_ = std::unique_ptr<uint8_t, Free>(map_pages(bytes, true), Free{nullptr, bytes});
   } else {
     data_ = std::unique_ptr<uint8_t, Free>(
         static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(64))), Free{});
