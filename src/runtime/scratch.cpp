@@ -54,7 +54,7 @@ ScratchCache::Block ScratchCache::take(size_t bytes) {
     peak_ = std::max(peak_, held_);
   }
   if (drop.data) release(drop);
-  return {map_pages(capacity), capacity};
+  return {map_pages(capacity, populate_), capacity};
 }
 
 void ScratchCache::give_back(Block b) {

@@ -15,8 +15,10 @@ namespace voxrt {
 
 class ScratchCache {
  public:
-  /// `max_free`: free blocks kept; a call takes about two blocks a thread at once.
-  explicit ScratchCache(size_t max_free = 8) : max_free_(max_free) {}
+  /// `max_free`: free blocks kept; a call takes about two blocks a thread at once. `populate`:
+  /// new blocks are mapped with every page present (map_pages), for blocks written whole.
+  explicit ScratchCache(size_t max_free = 8, bool populate = false)
+      : max_free_(max_free), populate_(populate) {}
   ~ScratchCache();
   ScratchCache(const ScratchCache&) = delete;
   ScratchCache& operator=(const ScratchCache&) = delete;
@@ -54,6 +56,7 @@ class ScratchCache {
 
  private:
   size_t max_free_;
+  bool populate_ = false;
   mutable std::mutex m_;
   std::vector<Block> free_;
   size_t held_ = 0, peak_ = 0;  // capacities of the blocks alive, and their high-water mark

@@ -8,9 +8,23 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "runtime/output_cache.h"
 #include "runtime/pages.h"
+
+// Under AddressSanitizer map_pages takes its blocks from the heap (runtime/pages.cpp).
+#if defined(__SANITIZE_ADDRESS__)
+#define VOXRT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VOXRT_TEST_ASAN 1
+#endif
+#endif
 
 namespace voxrt::test {
 namespace {
@@ -39,16 +53,41 @@ TEST(ScratchCache, ReusesTheSmallestFreeBlockThatFits) {
   for (ScratchCache::Block x : {a, b, d}) c.give_back(x);
 }
 
-// map_pages: zeroed, page-aligned, writable over its whole size, returned by unmap_pages.
+// map_pages: zeroed, page-aligned, writable over its whole size, returned by unmap_pages; with
+// populate, on Linux, every page is resident before anything touches it.
 TEST(Pages, MapsZeroedPageAlignedMemory) {
-  for (size_t bytes : {size_t{1}, size_t{4096}, size_t{100} << 10, size_t{3} << 20}) {
-    uint8_t* p = map_pages(bytes);
-    ASSERT_NE(p, nullptr);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
-    EXPECT_TRUE(std::all_of(p, p + bytes, [](uint8_t v) { return v == 0; })) << bytes;
-    std::memset(p, 7, bytes);
-    unmap_pages(p, bytes);
-  }
+  for (bool populate : {false, true})
+    for (size_t bytes : {size_t{1}, size_t{4096}, size_t{100} << 10, size_t{3} << 20}) {
+      uint8_t* p = map_pages(bytes, populate);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+#if defined(__linux__) && !defined(VOXRT_TEST_ASAN)
+      if (populate) {
+        std::vector<unsigned char> resident((bytes + 4095) / 4096);
+        ASSERT_EQ(mincore(p, bytes, resident.data()), 0);
+        EXPECT_TRUE(std::all_of(resident.begin(), resident.end(), [](unsigned char r) {
+          return (r & 1) != 0;
+        })) << bytes;
+      }
+#endif
+      EXPECT_TRUE(std::all_of(p, p + bytes, [](uint8_t v) { return v == 0; })) << bytes;
+      std::memset(p, 7, bytes);
+      unmap_pages(p, bytes);
+    }
+}
+
+// A cache made to populate hands out blocks like any other.
+TEST(ScratchCache, PopulatedBlocksAreZeroedAndReused) {
+  ScratchCache cache(2, /*populate=*/true);
+  ScratchCache::Block a = cache.take(200 << 10);
+  ASSERT_NE(a.data, nullptr);
+  EXPECT_GE(a.capacity, size_t{200} << 10);
+  EXPECT_TRUE(std::all_of(a.data, a.data + a.capacity, [](uint8_t v) { return v == 0; }));
+  std::memset(a.data, 1, a.capacity);
+  cache.give_back(a);
+  ScratchCache::Block b = cache.take(100 << 10);
+  EXPECT_EQ(b.data, a.data);
+  cache.give_back(b);
 }
 
 // Tensors from the output cache: a dropped tensor's block serves the next tensor of its size;
