@@ -277,8 +277,7 @@ ConvResidual::ConvResidual(const Tensor& r, int64_t from, int64_t m) : ConvResid
 }
 
 namespace {
-// Packed weights of at least this many bytes get a mapping of their own, populated when it is
-// made (MAP_POPULATE) rather than a page fault at a time as the packing first writes each page.
+// Packed weights of at least this many bytes get a mapping of their own (PanelBuffer::packed).
 constexpr size_t kMappedPanels = 64 << 10;
 }  // namespace
 
@@ -297,16 +296,28 @@ PanelBuffer::PanelBuffer(size_t bytes, ScratchCache* cache) {
   if (cache) {
     ScratchCache::Block b = cache->take(bytes);
     data_ = std::unique_ptr<uint8_t, Free>(b.data, Free{cache, b.capacity});
-  } else if (bytes >= kMappedPanels) {
-    data_ = std::unique_ptr<uint8_t, Free>(map_pages(bytes, true), Free{nullptr, bytes});
   } else {
     data_ = std::unique_ptr<uint8_t, Free>(
         static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(64))), Free{});
   }
+  poison();
+}
+
+PanelBuffer PanelBuffer::packed(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 64);
+  if (bytes < kMappedPanels) return PanelBuffer(bytes);
+  PanelBuffer b;
+  b.bytes_ = bytes;
+  b.data_ = std::unique_ptr<uint8_t, Free>(map_pages(bytes, true), Free{nullptr, bytes});
+  b.poison();
+  return b;
+}
+
+void PanelBuffer::poison() {
 #ifndef NDEBUG
   // NaN in every float type: a kernel that reads scratch nobody wrote fails the Debug tests,
   // even where it multiplies it by a zero weight.
-  std::memset(data_.get(), 0xff, bytes);
+  std::memset(data_.get(), 0xff, bytes_);
 #endif
 }
 
@@ -315,7 +326,7 @@ APanels::APanels(const GemmKernel& g, size_t bytes)
       narrow_(g.storage == DType::f16 &&
               (g.a_panel == PanelType::f32 || g.a_panel == PanelType::f16_pair)),
       bytes_(bytes),
-      kept_(narrow_ ? bytes / 2 : bytes) {}
+      kept_(PanelBuffer::packed(narrow_ ? bytes / 2 : bytes)) {}
 
 void APanels::narrow(size_t offset, const std::vector<float>& values) {
   uint16_t* dst = reinterpret_cast<uint16_t*>(kept_.data() + offset / 2);

@@ -107,11 +107,15 @@ struct ConvHead {
 
 /// Owned, 64-byte aligned bytes for packed panels.
 /// With a ScratchCache, the bytes come from it and go back to it (per-call scratch); without,
-/// they are the buffer's own (packed weights).
+/// they are the buffer's own.
 class PanelBuffer {
  public:
   PanelBuffer() = default;
   explicit PanelBuffer(size_t bytes, ScratchCache* cache = nullptr);
+  /// The buffer's own bytes for packed weights, written whole once: from 64 KiB up a mapping of
+  /// its own made with every page present (map_pages), rather than a page fault at a time as the
+  /// packing first writes each page.
+  static PanelBuffer packed(size_t bytes);
   uint8_t* data() const { return data_.get(); }
   size_t size() const { return bytes_; }
 
@@ -120,9 +124,11 @@ class PanelBuffer {
     Free() : cache(nullptr), capacity(0) {}
     Free(ScratchCache* c, size_t n) : cache(c), capacity(n) {}
     ScratchCache* cache;
-    size_t capacity;
+    size_t capacity;  // a cache block's, or without a cache a mapping's (0: from operator new)
     void operator()(uint8_t* p) const;
   };
+
+  void poison();  // Debug builds: every byte 0xff until written
 
   std::unique_ptr<uint8_t, Free> data_;
   size_t bytes_ = 0;
