@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_op.h"
 #include "backends/ref/tensor_math.h"
 #include "runtime/compile.h"
+#include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 #include "support/one_node_graph.h"
 
@@ -84,7 +85,8 @@ class BenchNode {
       bytes += static_cast<int64_t>(out.back().nbytes());
     }
     ThreadPool pool(threads);
-    RunContext ctx{&pool};
+    const RunScratch scratch(threads);  // kept between runs, as a Session keeps it
+    const RunContext ctx = scratch.context(&pool);
     op->run(ctx, ins, out);  // first touch of the output outside the timing
     for (auto _ : state) {
       op->run(ctx, ins, out);

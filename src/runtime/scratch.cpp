@@ -1,9 +1,11 @@
 #include "runtime/scratch.h"
 
 #include <algorithm>
+#include <string>
 
 #include "backends/ref/op.h"
 #include "runtime/pages.h"
+#include "runtime/thread_pool.h"
 
 namespace voxrt {
 
@@ -85,6 +87,28 @@ size_t ScratchCache::free_bytes() const {
 // Here rather than in backends/ref/op.h, which sees ScratchCache only declared.
 ScratchCache* RunContext::own_scratch(int thread) const {
   return thread >= 0 && thread < own_count ? own + thread : scratch;
+}
+
+RunScratch::RunScratch(int threads)
+    : threads_(threads),
+      scratch_(std::make_unique<ScratchCache>(2 * static_cast<size_t>(threads) + 6)),
+      panels_(std::make_unique<ScratchCache>(static_cast<size_t>(threads) + 1)),
+      own_(std::make_unique<ScratchCache[]>(static_cast<size_t>(threads))) {}
+
+RunScratch::~RunScratch() = default;
+
+RunContext RunScratch::context(ThreadPool* pool) const {
+  const int threads = pool ? pool->size() : 1;
+  if (threads > threads_)
+    throw Error("RunScratch: made for " + std::to_string(threads_) + " threads, not " +
+                std::to_string(threads));
+  return RunContext{pool, scratch_.get(), panels_.get(), own_.get(), threads};
+}
+
+size_t RunScratch::peak_bytes() const {
+  size_t bytes = scratch_->peak_bytes() + panels_->peak_bytes();
+  for (int t = 0; t < threads_; ++t) bytes += own_[static_cast<size_t>(t)].peak_bytes();
+  return bytes;
 }
 
 }  // namespace voxrt

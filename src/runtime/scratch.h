@@ -8,10 +8,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 namespace voxrt {
+
+class ThreadPool;
+struct RunContext;
 
 class ScratchCache {
  public:
@@ -60,6 +64,30 @@ class ScratchCache {
   mutable std::mutex m_;
   std::vector<Block> free_;
   size_t held_ = 0, peak_ = 0;  // capacities of the blocks alive, and their high-water mark
+};
+
+/// The scratch caches a RunContext hands the ops for a pool of `threads`: per-call scratch,
+/// panels widened a layer at a time, and each thread's own cache (RunContext::own_scratch). A
+/// Session keeps one between runs; the kernel benchmarks hold one too, so that their ops take
+/// and reuse scratch as in a Session rather than mapping it afresh each call.
+class RunScratch {
+ public:
+  explicit RunScratch(int threads);
+  ~RunScratch();
+  RunScratch(const RunScratch&) = delete;
+  RunScratch& operator=(const RunScratch&) = delete;
+
+  /// The context for runs on `pool` (of at most the `threads` this was made for; null: the
+  /// calling thread alone).
+  RunContext context(ThreadPool* pool) const;
+  /// The most bytes the caches have held at once, all together.
+  size_t peak_bytes() const;
+
+ private:
+  int threads_;
+  std::unique_ptr<ScratchCache> scratch_;  // the ops' per-call scratch, sized by the threads
+  std::unique_ptr<ScratchCache> panels_;   // weights widened one layer at a time
+  std::unique_ptr<ScratchCache[]> own_;    // one per pool thread
 };
 
 }  // namespace voxrt

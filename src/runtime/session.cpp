@@ -66,9 +66,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   co.pool = pool.get();
   model = compile(co);
   release_load_memory();
-  scratch = std::make_unique<ScratchCache>(2 * static_cast<size_t>(opt.threads) + 6);
-  panels = std::make_unique<ScratchCache>(static_cast<size_t>(opt.threads) + 1);
-  own = std::make_unique<ScratchCache[]>(static_cast<size_t>(opt.threads));
+  scratch = std::make_unique<RunScratch>(opt.threads);
   inputs = io_infos(model.graph, model.graph.inputs);
   shape_deciding = shape_deciding_inputs(model.graph);
   outputs = io_infos(model.graph, model.graph.outputs);
@@ -235,7 +233,7 @@ void Session::Impl::execute(const std::vector<NamedTensor>& in, std::vector<Tens
 
   std::vector<NodeProfile> profile;
   using clock = std::chrono::steady_clock;
-  RunContext ctx{pool.get(), scratch.get(), panels.get(), own.get(), pool->size()};
+  const RunContext ctx = scratch->context(pool.get());
   auto run_start = clock::now();
   // The run's activation arena (its bytes and a spare cache line), back to the cache when the
   // run ends or throws.
@@ -442,10 +440,7 @@ std::string Session::graph_text(bool before_passes) const {
 }
 
 int64_t Session::scratch_peak_bytes() const {
-  size_t bytes = impl_->scratch->peak_bytes() + impl_->panels->peak_bytes();
-  for (int t = 0; t < impl_->pool->size(); ++t)
-    bytes += impl_->own[static_cast<size_t>(t)].peak_bytes();
-  return static_cast<int64_t>(bytes);
+  return static_cast<int64_t>(impl_->scratch->peak_bytes());
 }
 
 std::vector<NodeProfile> Session::last_profile() const {

@@ -19,9 +19,7 @@ struct Session::Impl {
   SessionOptions options;
   CompiledModel model;
   std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<ScratchCache> scratch;  // the ops' per-call scratch, sized by the threads
-  std::unique_ptr<ScratchCache> panels;   // weights widened one layer at a time (RunContext)
-  std::unique_ptr<ScratchCache[]> own;    // one per pool thread (RunContext::own_scratch)
+  std::unique_ptr<RunScratch> scratch;    // the ops' scratch, kept between runs
   std::shared_ptr<OutputCache> returned;  // storage of the tensors run(inputs) returns
   // Activation arenas, shared by every plan: the smallest free one that holds a run's plan.
   std::unique_ptr<ScratchCache> arenas;
