@@ -14,8 +14,11 @@
 #include <sys/mman.h>
 #endif
 
+#include "backends/ref/op.h"
 #include "runtime/output_cache.h"
 #include "runtime/pages.h"
+#include "runtime/thread_pool.h"
+#include "voxrt/error.h"
 
 // Under AddressSanitizer map_pages takes its blocks from the heap (runtime/pages.cpp).
 #if defined(__SANITIZE_ADDRESS__)
@@ -88,6 +91,32 @@ TEST(ScratchCache, PopulatedBlocksAreZeroedAndReused) {
   ScratchCache::Block b = cache.take(100 << 10);
   EXPECT_EQ(b.data, a.data);
   cache.give_back(b);
+}
+
+// RunScratch: a context per pool with each cache in place, its peak the sum of the caches'; a
+// pool larger than it was made for is refused by name.
+TEST(RunScratch, ContextsAndPeakOverItsCaches) {
+  RunScratch scratch(2);
+  ThreadPool two(2), three(3);
+  const RunContext ctx = scratch.context(&two);
+  EXPECT_EQ(ctx.pool, &two);
+  ASSERT_NE(ctx.scratch, nullptr);
+  ASSERT_NE(ctx.panels, nullptr);
+  ASSERT_NE(ctx.own, nullptr);
+  EXPECT_EQ(ctx.own_count, 2);
+  EXPECT_EQ(scratch.context(nullptr).own_count, 1);
+  EXPECT_EQ(scratch.peak_bytes(), 0u);
+  ctx.scratch->give_back(ctx.scratch->take(100 << 10));
+  ctx.own_scratch(1)->give_back(ctx.own_scratch(1)->take(300 << 10));
+  EXPECT_EQ(scratch.peak_bytes(), ctx.scratch->peak_bytes() + ctx.own[1].peak_bytes());
+  EXPECT_GE(scratch.peak_bytes(), size_t{400} << 10);
+  try {
+    (void)scratch.context(&three);
+    ADD_FAILURE() << "a pool of three threads was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("made for 2 threads, not 3"), std::string::npos)
+        << e.what();
+  }
 }
 
 // Tensors from the output cache: a dropped tensor's block serves the next tensor of its size;
