@@ -70,6 +70,7 @@ function makeInput(dtype, shape) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  const created = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(args.model, {
     executionProviders: ['cpu'],
     graphOptimizationLevel: 'all',
@@ -80,7 +81,14 @@ async function main() {
   const meta = session.inputMetadata && session.inputMetadata[0];
   const dtype = args.dtype || (meta && meta.type) || 'float32';
   const feeds = { [session.inputNames[0]]: makeInput(dtype, args.shape) };
-  for (let i = 0; i < args.warmup; ++i) await session.run(feeds);
+  const createMs = Number(process.hrtime.bigint() - created) / 1e6;
+  // The first run timed apart, as a cold start (the first warm-up run, else the first timed one).
+  let firstMs = -1;
+  for (let i = 0; i < args.warmup; ++i) {
+    const t0 = process.hrtime.bigint();
+    await session.run(feeds);
+    if (i === 0) firstMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  }
   const times = [];
   for (let i = 0; i < args.runs; ++i) {
     const t0 = process.hrtime.bigint();
@@ -95,6 +103,8 @@ async function main() {
     median_ms: sorted[Math.floor(sorted.length / 2)],
     min_ms: sorted[0],
     times_ms: times,
+    create_ms: createMs,
+    first_run_ms: firstMs >= 0 ? firstMs : times[0],
     peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
   }));
 }
