@@ -54,6 +54,8 @@ std::vector<ConvCase> cases() {
       // 3.3-6.5 MB of padded planes in a kernel's reach, where whole planes measured faster than
       // bands of rows (conv_direct.cpp, kBandsAbove).
       {"conv3x3x3_32to32_128", "Conv", cube(128, 32), k3(32, 32), p1, {}, {}},
+      // MONAI's SegResNet for BraTS: its full-resolution blocks, 16 channels at 128^3.
+      {"conv3x3x3_16to16_128", "Conv", cube(128, 16), k3(16, 16), p1, {}, {}},
       {"conv3x3x3_64to64_64", "Conv", cube(64, 64), k3(64, 64), p1, {}, {}},
       {"conv3x3x3_1to16_96_first", "Conv", cube(96, 1), k3(16, 1), p1, {}, {}},
       {"conv3x3x3_4to32_96_first", "Conv", cube(96, 4), k3(32, 4), p1, {}, {}},
@@ -169,7 +171,13 @@ std::vector<ConvCase> cases() {
        {},
        {}},
       // nnU-Net 2d's last up-convolution: 64 -> 32 channels, 256x256 -> 512x512.
-      {"convtranspose2x2_s2_64to32_256", "ConvTranspose", Shape{1, 64, 256, 256}, Shape{64, 32, 2, 2}, {}, {2, 2}, {}},
+      {"convtranspose2x2_s2_64to32_256",
+       "ConvTranspose",
+       Shape{1, 64, 256, 256},
+       Shape{64, 32, 2, 2},
+       {},
+       {2, 2},
+       {}},
       {"convtranspose2x2x2_s2_32to16_48",
        "ConvTranspose",
        cube(48, 32),

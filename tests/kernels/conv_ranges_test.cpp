@@ -124,12 +124,14 @@ TEST_P(ConvRangesTest, FewerItemsThanThreadsMatchReference) {
 }
 
 // 3D layers whose planes are wide against the per-thread slab budget (their reach of planes past
-// four budgets) run band by band, each band's planes through the ring: shared by the threads,
-// or at 24 and 32 KiB one per thread. Even and uneven bands, strides, dilation, groups, a batch
-// and a residual; fp32 and fp16, on pools of two and three threads and on none.
+// four budgets, or past one on several threads) run band by band, each band's planes through
+// the ring: shared by the threads, or at 24 and 32 KiB one per thread. Even and uneven bands,
+// strides, dilation, groups, a batch and a residual; fp32 and fp16, on pools of two and three
+// threads and on none; the last case's reach (64.9 KB) lies between one and four budgets, so it
+// keeps whole planes on one thread and runs in bands on two.
 TEST_P(ConvRangesTest, WidePlanesInBandsMatchReference) {
   if (GetParam().isa == Isa::scalar) GTEST_SKIP() << "the band logic is ISA-independent";
-  std::vector<ConvCase> v(5);
+  std::vector<ConvCase> v(6);
   v[0].x = {1, 3, 20, 60, 58};
   v[0].w = {5, 3, 3, 3, 3};
   v[0].ints("pads", {1, 1, 1, 1, 1, 1});
@@ -148,6 +150,9 @@ TEST_P(ConvRangesTest, WidePlanesInBandsMatchReference) {
   v[4].x = {1, 2, 30, 56, 56};
   v[4].w = {3, 2, 3, 3, 3};
   v[4].ints("pads", {1, 1, 1, 1, 1, 1}).ints("strides", {2, 2, 2});
+  v[5].x = {1, 2, 12, 49, 51};
+  v[5].w = {4, 2, 3, 3, 3};
+  v[5].ints("pads", {1, 1, 1, 1, 1, 1});
   std::mt19937 rng(71);
   ThreadPool two(2), three(3);
   for (int64_t budget : {int64_t{16} << 10, int64_t{24} << 10, int64_t{32} << 10}) {

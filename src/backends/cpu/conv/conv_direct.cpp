@@ -48,8 +48,16 @@ constexpr int64_t kBandBudget = 512 << 10;
 // two runs: one thread 136 / 162 -> 198 / 195 GFLOP/s, two 322 / 321 -> 370 / 377; fp16
 // storage 180 / 187 -> 197 / 192 and 331 / 329 -> 377 / 384. Bands at any reach past one budget
 // were 2-8% slower at 32 channels of 96^3 and 128^3 and 64 of 64^3 (3.3-6.5 MB; two bands or
-// more each restart the ring and copy the rows between them twice), so those keep whole planes.
+// more each restart the ring and copy the rows between them twice), so those keep whole planes
+// on one thread. On two threads or more, where each thread fills and reads its own ring, the
+// rings past one budget run in bands: MONAI's SegResNet (16 channels at 128^3, 3.2 MB a ring)
+// on two threads, `voxrt bench --runs 5`, three alternations, 1184 / 1259 / 1180 -> 1045 / 1136
+// / 1076 ms, nnU-Net 3d at 128^3 (32 channels, 6.5 MB) 3401 / 3325 / 3073 -> 3250 / 3160 / 2910
+// ms; `conv_bench` 16 -> 16 at 128^3 114-125 -> 92-95 ms (1.55x one thread's time before, a
+// 96^3 layer of 1.8 MB 2.06x), 32 -> 32 at 128^3 371-409 -> 338-380; SegResNet on one thread
+// with bands level (1812 / 1775 against 1801 / 1847 ms).
 constexpr int64_t kBandsAbove = 4;
+constexpr int64_t kBandsAboveThreaded = 1;
 // (2D) A layer whose packed weights of a group exceed kWideA bytes (more than a core's L2 holds)
 // computes a band one block of output channels at a time, every strip of the band with each
 // block's panel, so that the panel is read from L3 once a band rather than once a strip, and
@@ -220,11 +228,12 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   };
   int64_t band_rows = oh;
   const int64_t slab_budget = slab_per_thread.load();
-  if (!per_thread && band_bytes(oh) > kBandsAbove * slab_budget) {
+  const int64_t bands_above = threads > 1 ? kBandsAboveThreaded : kBandsAbove;
+  if (!per_thread && band_bytes(oh) > bands_above * slab_budget) {
     // Wide planes (a kernel deeper than one whose reach of whole planes exceeds kBandsAbove
-    // per-thread budgets): band by band, each band's planes through the ring, as many rows as
-    // the per-thread budget holds, so that a thread's ring fits its core's L2 and each thread
-    // may own one.
+    // per-thread budgets, kBandsAboveThreaded on several threads): band by band, each band's
+    // planes through the ring, as many rows as the per-thread budget holds, so that a thread's
+    // ring fits its core's L2 and each thread may own one.
     const int64_t rows = rows_within(scaled(slab_budget), kMinBandRows);
     band_rows = ceil_div(oh, ceil_div(oh, rows));  // bands of even size
   } else if (per_thread) {
