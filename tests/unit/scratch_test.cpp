@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -57,13 +59,22 @@ TEST(ScratchCache, ReusesTheSmallestFreeBlockThatFits) {
 }
 
 // map_pages: zeroed, page-aligned, writable over its whole size, returned by unmap_pages; with
-// populate, on Linux, every page is resident before anything touches it.
+// populate, on Linux, every page is resident before anything touches it; from kHugePageBytes up,
+// where huge pages are asked for, the mapping starts on a 2 MiB boundary.
 TEST(Pages, MapsZeroedPageAlignedMemory) {
+#if defined(__linux__) && !defined(VOXRT_TEST_ASAN)
+  // The ctest run under VOXRT_HUGEPAGES=1 (HugePages.Mappings) must take the huge path.
+  const char* env = std::getenv("VOXRT_HUGEPAGES");
+  if (env && std::string(env) == "1") EXPECT_TRUE(huge_pages_enabled());
+#endif
   for (bool populate : {false, true})
-    for (size_t bytes : {size_t{1}, size_t{4096}, size_t{100} << 10, size_t{3} << 20}) {
+    for (size_t bytes : {size_t{1}, size_t{4096}, size_t{100} << 10, kHugePageBytes - 4096,
+                         kHugePageBytes, size_t{3} << 20, (size_t{5} << 20) + 1}) {
       uint8_t* p = map_pages(bytes, populate);
       ASSERT_NE(p, nullptr);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+      if (bytes >= kHugePageBytes && huge_pages_enabled())
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u) << bytes;
 #if defined(__linux__) && !defined(VOXRT_TEST_ASAN)
       if (populate) {
         std::vector<unsigned char> resident((bytes + 4095) / 4096);

@@ -150,9 +150,9 @@ std::vector<NamedTensor> output_buffers(const std::vector<std::pair<std::string,
 
 namespace {
 
-// A "Name:   123 kB" line of /proc/self/status in bytes, or -1.
-int64_t status_bytes(const char* name) {
-  std::ifstream f("/proc/self/status");
+// A "Name:   123 kB" line of a /proc/self file (status by default) in bytes, or -1.
+int64_t status_bytes(const char* name, const char* file = "/proc/self/status") {
+  std::ifstream f(file);
   const std::string key = std::string(name) + ":";
   std::string line;
   while (std::getline(f, line))
@@ -175,6 +175,10 @@ int64_t peak_rss_bytes() {
 
 int64_t file_rss_bytes() {
   return status_bytes("RssFile");
+}
+
+int64_t huge_rss_bytes() {
+  return status_bytes("AnonHugePages", "/proc/self/smaps_rollup");
 }
 
 namespace {

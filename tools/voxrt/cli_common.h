@@ -46,6 +46,9 @@ int physical_cores();
 /// -1 where the system does not say (Linux's /proc/self/status RssFile). They are the same
 /// whatever the model's precision: 7 MiB of the 28 in an fp16 MONAI UNet's peak.
 int64_t file_rss_bytes();
+/// Resident anonymous memory in huge pages (arenas and packed weights from map_pages), in bytes;
+/// -1 where the system does not say (Linux's /proc/self/smaps_rollup AnonHugePages).
+int64_t huge_rss_bytes();
 
 int cmd_info(const std::string& model, const std::vector<std::string>& shapes, bool passes,
              const std::string& precision, int threads);

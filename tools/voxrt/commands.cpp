@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "npy.h"
 #include "profile.h"
+#include "runtime/pages.h"
 
 namespace voxrt::cli {
 
@@ -193,6 +194,9 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   if (int64_t file = file_rss_bytes(); file >= 0)
     std::printf("resident file-backed pages (code of voxrt and its libraries) %s\n",
                 human_bytes(file).c_str());
+  if (int64_t huge = huge_rss_bytes(); huge >= 0)
+    std::printf("resident in 2 MiB pages %s (huge pages %s)\n", human_bytes(huge).c_str(),
+                huge_pages_enabled() ? "asked for" : "not asked for: VOXRT_HUGEPAGES=1 does");
   if (opt.profiling)
     std::printf(
         "profile of the %d timed runs written to %s (Chrome trace: open in ui.perfetto.dev)\n",
