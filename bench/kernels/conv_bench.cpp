@@ -178,6 +178,15 @@ std::vector<ConvCase> cases() {
        {},
        {2, 2},
        {}},
+      // The 2D UNet fixture's first up-convolution: 32 -> 16 channels, 64x64 -> 128x128 (a few
+      // tiles of input positions against two threads).
+      {"convtranspose2x2_s2_32to16_64",
+       "ConvTranspose",
+       Shape{1, 32, 64, 64},
+       Shape{32, 16, 2, 2},
+       {},
+       {2, 2},
+       {}},
       {"convtranspose2x2x2_s2_32to16_48",
        "ConvTranspose",
        cube(48, 32),

@@ -82,6 +82,7 @@ uint8_t* map_pages(size_t bytes, bool populate) {
   if (p == MAP_FAILED) throw std::bad_alloc();
   return static_cast<uint8_t*>(p);
 #else
+  (void)populate;  // heap memory, zeroed here: present as written
   return new (std::align_val_t(4096)) uint8_t[bytes]();
 #endif
 }
