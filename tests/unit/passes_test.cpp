@@ -189,8 +189,11 @@ TEST(FuseConcatIntoConv, ConvReadsTheParts) {
       EXPECT_EQ(count_ops(after, "Concat"), 0) << what;
       const char* fused = transpose ? "FusedConvTranspose" : "FusedConv";
       ASSERT_EQ(count_ops(after, fused), 1) << what;
-      for (const ir::Node& n : after.nodes)
-        if (n.op_type == fused) EXPECT_EQ(n.attrs.get_int("x_parts", 1), 2) << what;
+      for (const ir::Node& n : after.nodes) {
+        if (n.op_type == fused) {
+          EXPECT_EQ(n.attrs.get_int("x_parts", 1), 2) << what;
+        }
+      }
       // Batch 2: where the arena cannot make a Concat's inputs slices of it.
       expect_same_outputs(before, after,
                           {random_input({2, 3, 6, 7}, 4), random_input({2, 2, 6, 7}, 5)}, 1e-6,

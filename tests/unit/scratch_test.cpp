@@ -65,7 +65,9 @@ TEST(Pages, MapsZeroedPageAlignedMemory) {
 #if defined(__linux__) && !defined(VOXRT_TEST_ASAN)
   // The ctest run under VOXRT_HUGEPAGES=1 (HugePages.Mappings) must take the huge path.
   const char* env = std::getenv("VOXRT_HUGEPAGES");
-  if (env && std::string(env) == "1") EXPECT_TRUE(huge_pages_enabled());
+  if (env && std::string(env) == "1") {
+    EXPECT_TRUE(huge_pages_enabled());
+  }
 #endif
   for (bool populate : {false, true})
     for (size_t bytes : {size_t{1}, size_t{4096}, size_t{100} << 10, kHugePageBytes - 4096,
@@ -73,8 +75,9 @@ TEST(Pages, MapsZeroedPageAlignedMemory) {
       uint8_t* p = map_pages(bytes, populate);
       ASSERT_NE(p, nullptr);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
-      if (bytes >= kHugePageBytes && huge_pages_enabled())
+      if (bytes >= kHugePageBytes && huge_pages_enabled()) {
         EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u) << bytes;
+      }
 #if defined(__linux__) && !defined(VOXRT_TEST_ASAN)
       if (populate) {
         std::vector<unsigned char> resident((bytes + 4095) / 4096);
