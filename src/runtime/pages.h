@@ -16,8 +16,8 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 /// Whether map_pages asks for huge pages: where the system has them (Linux's transparent huge
 /// pages) and the environment sets VOXRT_HUGEPAGES=1. Read once. Off by default: on this
-/// project's virtual machines (AMD EPYC Zen 5) huge pages halved a Session's first run of the
-/// fixtures and shortened nnU-Net 3d's at 128^3 from 6.8-7.7 s to 5.6-5.8, but later runs took
+/// project's virtual machines (AMD EPYC Zen 5) huge pages made a Session's first run of the
+/// fixtures 1.15-2.8x shorter and nnU-Net 3d's at 128^3 6.8-7.7 s -> 5.6-5.8, but later runs took
 /// 0.4-3.6% longer on nnU-Net 3d and 1.5-4.4% on nnU-Net 2d at 512x512 (fixtures level), and a
 /// sliding window runs one shape many times (docs/PERFORMANCE.md, "Huge pages").
 bool huge_pages_enabled();

@@ -194,7 +194,9 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   if (int64_t file = file_rss_bytes(); file >= 0)
     std::printf("resident file-backed pages (code of voxrt and its libraries) %s\n",
                 human_bytes(file).c_str());
-  if (int64_t huge = huge_rss_bytes(); huge >= 0)
+  // Where huge pages were asked for, or the system gave some unasked (transparent huge pages in
+  // `always` mode): what they hold.
+  if (int64_t huge = huge_rss_bytes(); huge > 0 || (huge == 0 && huge_pages_enabled()))
     std::printf("resident in 2 MiB pages %s (huge pages %s)\n", human_bytes(huge).c_str(),
                 huge_pages_enabled() ? "asked for" : "not asked for: VOXRT_HUGEPAGES=1 does");
   if (opt.profiling)
