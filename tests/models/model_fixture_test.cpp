@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "npy.h"
 #include "support/emulated_isa.h"
+#include "support/paths.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt {
@@ -35,7 +36,7 @@ void PrintTo(const Case& c, std::ostream* os) {
 }
 
 std::vector<Case> cases() {
-  std::ifstream f(std::string(VOXRT_FIXTURE_DIR) + "/manifest.json");
+  std::ifstream f(voxrt::test::fixture_dir() + "/manifest.json");
   std::vector<Case> out;
   if (!f) return out;
   nlohmann::json m = nlohmann::json::parse(f);
@@ -71,7 +72,7 @@ float element(const Tensor& t, int64_t i) {
 TEST_P(ModelFixture, MatchesTorch) {
   VOXRT_SKIP_UNLESS_EMULATION_RUNS();
   const Case& c = GetParam();
-  std::string dir = VOXRT_FIXTURE_DIR;
+  std::string dir = voxrt::test::fixture_dir();
   SessionOptions opt;
   if (c.run_fp16_option) opt.precision = Precision::fp16;
   if (c.run_fp32_option) opt.precision = Precision::fp32;
@@ -141,7 +142,7 @@ TEST(ModelFixtureManifest, IsPresent) {
 // every node as with one, and computes the same outputs.
 TEST(ModelFixtureThreads, LoweredOnThreadsAsOnOne) {
   VOXRT_SKIP_UNLESS_EMULATION_RUNS();
-  const std::string dir = VOXRT_FIXTURE_DIR;
+  const std::string dir = voxrt::test::fixture_dir();
   for (const char* family :
        {"unet3d_bn", "nnunet3d", "unet3d_resize", "unet2d", "unet3d_gn", "unet3d_monai"})
     for (bool fp16 : {false, true}) {
@@ -198,7 +199,7 @@ struct ConvertCase {
 };
 
 std::vector<ConvertCase> convert_cases() {
-  std::ifstream f(std::string(VOXRT_FIXTURE_DIR) + "/manifest.json");
+  std::ifstream f(voxrt::test::fixture_dir() + "/manifest.json");
   std::vector<ConvertCase> out;
   if (!f) return out;
   nlohmann::json m = nlohmann::json::parse(f);
@@ -223,7 +224,7 @@ class ConvertFixture : public ::testing::TestWithParam<ConvertCase> {};
 TEST_P(ConvertFixture, Fp16OutputMatchesTorch) {
   VOXRT_SKIP_UNLESS_EMULATION_RUNS();
   const ConvertCase& c = GetParam();
-  std::string dir = VOXRT_FIXTURE_DIR;
+  std::string dir = voxrt::test::fixture_dir();
   std::string out =
       ::testing::TempDir() + "/converted_" + (c.keep_io ? "keepio_" : "") + c.block + "_" + c.model;
   Fp16ConvertOptions opt;

@@ -18,6 +18,7 @@
 
 #include "core/half.h"
 #include "support/emulated_isa.h"
+#include "support/paths.h"
 #include "support/rel_l2.h"
 #include "voxrt/voxrt.h"
 
@@ -30,7 +31,7 @@ namespace fs = std::filesystem;
 std::vector<std::string> patterns() {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(VOXRT_PATTERN_DIR, ec)) {
+  for (const auto& e : fs::directory_iterator(voxrt::test::pattern_dir(), ec)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() == ".onnx" && name.find("_fp16") == std::string::npos)
       out.push_back(e.path().stem().string());
@@ -42,7 +43,7 @@ std::vector<std::string> patterns() {
 // The generator writes seven patterns at four to seven opsets each; a build that wrote none
 // would otherwise pass by running no case.
 TEST(PatternModels, AllWereWritten) {
-  EXPECT_GE(patterns().size(), 35u) << "in " << VOXRT_PATTERN_DIR;
+  EXPECT_GE(patterns().size(), 35u) << "in " << voxrt::test::pattern_dir();
 }
 
 // Input 0 of `s` with batch 2: the first of `values`, in the input's own dtype.
@@ -66,7 +67,7 @@ class PatternModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PatternModel, MatchesReference) {
   VOXRT_SKIP_UNLESS_EMULATION_RUNS();
-  const std::string base = std::string(VOXRT_PATTERN_DIR) + "/" + GetParam();
+  const std::string base = voxrt::test::pattern_dir() + "/" + GetParam();
   SessionOptions ref_opt;
   ref_opt.backend = Backend::reference;
   ref_opt.optimize = false;

@@ -19,6 +19,7 @@
 #include "model_builder.h"
 #include "passes_test_util.h"
 #include "runtime/compile.h"
+#include "support/paths.h"
 #include "support/rel_l2.h"
 
 namespace voxrt::test {
@@ -307,7 +308,7 @@ TEST(FoldBatchnorm, IntoConvTranspose) {
 // without the CPU kernels nothing is released. (The model tests run the released graphs.)
 TEST(CompileModel, PackedWeightsKeepShapesOnly) {
   const std::string bytes =
-      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_monai_op17.onnx");
+      read(voxrt::test::source_dir() + "/tests/fixtures/unet3d_monai_op17.onnx");
   for (bool cpu : {true, false}) {
     CompileOptions o;
     o.cpu_kernels = cpu;
@@ -421,7 +422,7 @@ TEST(RemoveIdentity, CastToItsOwnTypeGoes) {
 // default) leaves no Cast: the islands' Casts become float16 -> float16 and go.
 TEST(CompileModel, Fp16ConversionOfAnFp16ModelKeepsNoCasts) {
   const std::string bytes =
-      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16.onnx");
+      read(voxrt::test::source_dir() + "/tests/fixtures/unet3d_resize_op17_fp16.onnx");
   ASSERT_GT(count_ops(import(bytes), "Cast"), 0) << "the fixture should have its Cast islands";
   CompileOptions o;
   o.fp16 = true;
@@ -436,7 +437,7 @@ TEST(CompileModel, Fp16ConversionOfAnFp16ModelKeepsNoCasts) {
 // the optimized kernels agree with the reference backend within the fp32 bar.
 TEST(ConvertFp32, WidensAnFp16ModelBetweenItsEdges) {
   const std::string bytes =
-      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_resize_op17_fp16.onnx");
+      read(voxrt::test::source_dir() + "/tests/fixtures/unet3d_resize_op17_fp16.onnx");
   CompileOptions o;
   o.fp32 = true;
   CompiledModel m =
@@ -477,7 +478,7 @@ TEST(ConvertFp32, WidensAnFp16ModelBetweenItsEdges) {
 // types only inference gives).
 TEST(ConvertFp32, LeavesAFloat32ModelAlone) {
   const std::string bytes =
-      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_monai_op17.onnx");
+      read(voxrt::test::source_dir() + "/tests/fixtures/unet3d_monai_op17.onnx");
   CompileOptions as_model, fp32;
   fp32.fp32 = true;
   CompiledModel a = compile_model(bytes.data(), bytes.size(), "m", "", as_model);

@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_op.h"
 #include "passes/passes.h"
 #include "runtime/compile.h"
+#include "support/paths.h"
 #include "support/rel_l2.h"
 
 namespace voxrt::test {
@@ -88,7 +89,7 @@ inline std::string read(const std::string& path) {
 // A fixture model (tests/fixtures/<file>) as the passes up to `stop_after` leave it: the graph a
 // pass after those sees. Throws if the file is missing.
 inline ir::Graph fixture_after(const std::string& file, const char* stop_after) {
-  std::string bytes = read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/" + file);
+  std::string bytes = read(voxrt::test::source_dir() + "/tests/fixtures/" + file);
   if (bytes.empty()) throw Error("missing fixture " + file);
   ir::Graph g = import(bytes);
   run_passes(g, stop_after);

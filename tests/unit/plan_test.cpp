@@ -12,6 +12,7 @@
 #include "backends/ref/tensor_math.h"
 #include "model_builder.h"
 #include "passes_test_util.h"
+#include "support/paths.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::test {
@@ -204,8 +205,7 @@ TEST(PlanArena, SplitSliceKeptWhileItsInputIsRead) {
 // batch of as many items as threads, or an arena past kThreadClassesMaxBytes keeps one region
 // for all. unet2d mixes three channel sizes (64^2, 32^2 and 16^2 at a 64x64 input).
 TEST(PlanArena, ThreadsGiveEachChannelSizeItsOwnRegion) {
-  const std::string bytes =
-      read(std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet2d_op17.onnx");
+  const std::string bytes = read(voxrt::test::source_dir() + "/tests/fixtures/unet2d_op17.onnx");
   CompiledModel m = compile_model(bytes.data(), bytes.size(), "unet2d", "", CompileOptions{});
   struct Range {
     int64_t cls, begin, end;

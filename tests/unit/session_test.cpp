@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "model_builder.h"
+#include "support/paths.h"
 
 namespace voxrt {
 namespace {
@@ -133,7 +134,7 @@ TEST(Session, Bf16ProductsFollowTheOptionAndTheCpu) {
 // panels ops packed, about half with fp16 storage and bf16 products) and the scratch its ops
 // keep between runs (none before the first run).
 TEST(Session, ReportsWeightAndScratchBytes) {
-  const std::string dir = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/";
+  const std::string dir = voxrt::test::source_dir() + "/tests/fixtures/";
   auto measure = [&](const std::string& file, FpMath m, Backend b) {
     SessionOptions o;
     o.fpmath = m;
@@ -192,7 +193,7 @@ TEST(Session, RejectsWrongInputs) {
 // and plans the same activation bytes. One Cast is left, the input's: the output's joined the
 // last convolution, which took the head and the Softmax after it.
 TEST(Session, DefaultBlockListCompilesLikeAWholeConversion) {
-  const std::string dir = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/";
+  const std::string dir = voxrt::test::source_dir() + "/tests/fixtures/";
   for (const char* opset : {"op11", "op17"}) {
     const std::string stem = dir + "unet3d_resize_" + opset;
     Session blocked(stem + "_fp16io32.onnx");
@@ -297,7 +298,7 @@ TEST(Session, ObserverSeesEachNodesValues) {
 // Through a whole model, where the arena reuses bytes as values die: every value the optimized
 // kernels write is, when observed, the one the reference computes under the same name.
 TEST(Session, ObservedValuesOfAModelAreTheReferences) {
-  const std::string model = std::string(VOXRT_SOURCE_DIR) + "/tests/fixtures/unet3d_bn_op17.onnx";
+  const std::string model = voxrt::test::source_dir() + "/tests/fixtures/unet3d_bn_op17.onnx";
   Tensor x = Tensor::empty(DType::f32, {1, 1, 24, 24, 24});
   std::mt19937 rng(11);
   std::normal_distribution<float> dist;
