@@ -19,6 +19,7 @@ const std::vector<Pass>& portable_passes() {
       {"fuse-concat-into-conv", fuse_concat_into_conv},
       {"fuse-conv-head", fuse_conv_head},
       {"fuse-sibling-convs", fuse_sibling_convs},
+      {"fuse-resize-into-conv", fuse_resize_into_conv},
       {"read-split-in-place", read_split_in_place},
       {"fuse-output-cast", fuse_output_cast},
   };

@@ -90,6 +90,40 @@ TEST_P(ConvLoweringTest, FusedHeadMatchesReference) {
     }
 }
 
+// Parts of X read upsampled by 2 (a Resize fused into the convolution, x_upsample), stored at odd
+// sizes, against the reference on X made whole: the direct path in 3D and 2D with a plain part
+// beside (a UNet decoder's Concat), nearest and linear, one and two threads (bands of rows, each
+// band's rows made on the thread that copies them), width stride 2 (phases of upsampled rows), a
+// tap pair's channel (bf16 products from one input channel), and the paths that read X joined:
+// 1x1 tiles and the packed path (width stride 9).
+TEST_P(ConvLoweringTest, UpsampledPartsMatchReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(37);
+  std::vector<ConvCase> cases;
+  const std::vector<int64_t> pads3 = {1, 1, 1, 1, 1, 1};
+  auto add = [&](Shape x, Shape w, std::vector<int64_t> parts,
+                 std::vector<int64_t> modes) -> ConvCase& {
+    ConvCase& c = add_case(cases, "FusedConv", std::move(x), std::move(w));
+    c.x_parts = std::move(parts);
+    c.x_upsample = std::move(modes);
+    return c;
+  };
+  add({1, 7, 10, 14, 18}, {6, 7, 3, 3, 3}, {4, 3}, {2, 0}).ints("pads", pads3).activation = "Relu";
+  add({2, 5, 6, 10, 22}, {4, 5, 3, 3, 3}, {2, 3}, {0, 1}).ints("pads", pads3);
+  add({1, 3, 8, 12, 14}, {9, 3, 3, 3, 3}, {3}, {2}).ints("pads", pads3).residual = true;
+  add({1, 6, 34, 50}, {5, 6, 3, 3}, {5, 1}, {2, 1}).ints("pads", {1, 1, 1, 1});
+  add({1, 4, 12, 18, 20}, {8, 4, 3, 3, 3}, {2, 2}, {2, 2})
+      .ints("pads", pads3)
+      .ints("strides", {2, 2, 2});
+  add({1, 1, 8, 10, 98}, {8, 1, 3, 3, 3}, {1}, {2}).ints("pads", pads3);  // one channel: tap pairs
+  add({1, 6, 6, 8, 10}, {5, 6, 1, 1, 1}, {3, 3}, {1, 2});                 // 1x1
+  add({1, 4, 4, 6, 130}, {6, 4, 3, 3, 3}, {2, 2}, {0, 2}).ints("strides", {1, 1, 9});  // packed
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+}
+
 // Each output channel's own LeakyRelu slope (a FusedConv computing sibling convolutions,
 // passes/fuse_sibling_convs.cpp) on every path: the direct one in 3D at unit and width stride 2
 // (MONAI's residual unit from one and from eight channels), in 2D bands, several MR blocks with
@@ -186,6 +220,14 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
       int64_t first = std::uniform_int_distribution<int64_t>(1, c.x[1] - 1)(rng);
       c.x_parts = {first, c.x[1] - first};
       if (c.x_parts[1] >= 2 && attempt % 3 == 0) c.x_parts = {first, 1, c.x[1] - first - 1};
+      if (attempt % 5 == 1) {
+        // Parts read upsampled (a fused Resize): X's spatial axes even, each part's mode random,
+        // the first upsampled.
+        for (size_t d = 2; d < c.x.size(); ++d) c.x[d] += c.x[d] % 2;
+        for (size_t p = 0; p < c.x_parts.size(); ++p)
+          c.x_upsample.push_back(p == 0 ? 1 + attempt / 5 % 2
+                                        : std::uniform_int_distribution<int64_t>(0, 2)(rng));
+      }
     } else if (attempt % 4 == 2 || (attempt % 8 == 3 && c.residual)) {
       // X and the residual read from wider tensors (a Split's outputs read in place), from
       // channel 0, 1 or 2 on: odd ones put bf16 channel pairs across a batch item's planes.

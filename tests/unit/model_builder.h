@@ -73,6 +73,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void attr_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void attr_float(onnx::NodeProto& n, const std::string& name, float v) {
     auto* a = n.add_attribute();
     a->set_name(name);

@@ -235,6 +235,161 @@ TEST(FuseConcatIntoConv, FixtureMonaiUpConvsReadTheirParts) {
   expect_same_outputs(before, after, {random_input({2, 1, 16, 16, 16}, 7)}, 1e-6, "");
 }
 
+// How a Resize upsamples in resize_conv_graph.
+struct ResizeSpec {
+  std::string mode = "linear", coord = "half_pixel", nearest = "round_prefer_floor";
+  float scale = 2;
+  int opset = 17;       // 9: an Upsample node (asymmetric, nearest by floor)
+  bool concat = true;   // Resize -> Concat(with a skip) -> Conv, else Resize -> Conv
+  bool shared = false;  // the Resize's output also a graph output
+  int rank = 4;         // 4 or 5
+  std::string what() const {
+    return mode + " " + coord + " " + nearest + " x" + std::to_string(scale) + " opset " +
+           std::to_string(opset) + (concat ? " concat" : "") + (shared ? " shared" : "") +
+           " rank " + std::to_string(rank);
+  }
+};
+
+// x (N, 3, 5, 7[, 6]) -> Resize -> [Concat with skip (N, 2, ...)] -> Conv 3x3(x3), pads 1 -> Relu,
+// after the passes before fuse-resize-into-conv.
+ir::Graph resize_conv_graph(const ResizeSpec& r) {
+  ModelBuilder b(r.opset);
+  const int64_t s = static_cast<int64_t>(r.scale);
+  std::vector<ModelBuilder::DimSpec> low = {std::string("N"), 3, 5, 7},
+                                     skip = {std::string("N"), 2, 5 * s, 7 * s};
+  if (r.rank == 5) {
+    low.push_back(6);
+    skip.push_back(6 * s);
+  }
+  b.input("x", onnx::TensorProto::FLOAT, low);
+  std::vector<float> scales(static_cast<size_t>(r.rank), r.scale);
+  scales[0] = scales[1] = 1;
+  b.initializer("scales", {r.rank}, scales);
+  if (r.opset < 11) {
+    auto& u = b.node("Upsample", {"x", "scales"}, {"up"});
+    ModelBuilder::attr_string(u, "mode", r.mode);
+  } else {
+    auto& u = b.node("Resize", {"x", "", "scales"}, {"up"});
+    ModelBuilder::attr_string(u, "mode", r.mode);
+    ModelBuilder::attr_string(u, "coordinate_transformation_mode", r.coord);
+    ModelBuilder::attr_string(u, "nearest_mode", r.nearest);
+  }
+  std::string conv_in = "up";
+  int64_t c = 3;
+  if (r.concat) {
+    b.input("skip", onnx::TensorProto::FLOAT, skip);
+    auto& cat = b.node("Concat", {"skip", "up"}, {"cat"});
+    ModelBuilder::attr_int(cat, "axis", 1);
+    conv_in = "cat";
+    c = 5;
+  }
+  std::vector<int64_t> wshape = {4, c, 3, 3};
+  if (r.rank == 5) wshape.push_back(3);
+  b.initializer("w", wshape, pattern(static_cast<size_t>(shape_numel(wshape)), 3));
+  b.initializer("bias", {4}, {0.1f, -0.2f, 0.3f, 0.0f});
+  auto& conv = b.node("Conv", {conv_in, "w", "bias"}, {"conv"});
+  ModelBuilder::attr_ints(conv, "pads",
+                          std::vector<int64_t>(2 * static_cast<size_t>(r.rank - 2), 1));
+  b.node("Relu", {"conv"}, {"y"});
+  b.output("y", onnx::TensorProto::FLOAT);
+  if (r.shared) b.output("up", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  run_passes(g, "fuse-sibling-convs");  // the passes before this one
+  return g;
+}
+
+// Upsampling by 2 that the convolutions can make (nearest that reads i / 2, linear with half-pixel
+// centres) goes into the convolution, with or without a Concat between, in 2D and 3D; outputs
+// equal the unfused graph's (whose Resize is the reference backend's own) at batch 2.
+TEST(FuseResizeIntoConv, ConvReadsTheUpsampledPart) {
+  std::vector<ResizeSpec> specs;
+  for (int rank : {4, 5})
+    for (bool concat : {true, false}) {
+      ResizeSpec r;
+      r.rank = rank;
+      r.concat = concat;
+      specs.push_back(r);  // linear, half_pixel
+      r.coord = "pytorch_half_pixel";
+      specs.push_back(r);
+      r.mode = "nearest";
+      r.coord = "asymmetric";
+      r.nearest = "floor";  // torch's nearest at opset 11 and later
+      specs.push_back(r);
+      r.coord = "half_pixel";
+      r.nearest = "round_prefer_ceil";
+      specs.push_back(r);
+      r.opset = 9;  // Upsample, nearest
+      specs.push_back(r);
+    }
+  for (const ResizeSpec& r : specs) {
+    ir::Graph before = resize_conv_graph(r);
+    ir::Graph after = before;
+    fuse_resize_into_conv(after);
+    const std::string what = r.what();
+    EXPECT_EQ(count_ops(after, "Resize") + count_ops(after, "Upsample"), 0) << what;
+    ASSERT_EQ(count_ops(after, "FusedConv"), 1) << what;
+    for (const ir::Node& n : after.nodes)
+      if (n.op_type == "FusedConv") {
+        const Upsample u = r.mode == "linear" ? Upsample::linear : Upsample::nearest;
+        const std::vector<int64_t> want = r.concat
+                                              ? std::vector<int64_t>{0, static_cast<int64_t>(u)}
+                                              : std::vector<int64_t>{static_cast<int64_t>(u)};
+        EXPECT_EQ(n.attrs.get_ints(kFusedXUpsample), want) << what;
+      }
+    std::vector<Tensor> in = {
+        random_input(r.rank == 5 ? Shape{2, 3, 5, 7, 6} : Shape{2, 3, 5, 7}, 8)};
+    if (r.concat)
+      in.push_back(random_input(r.rank == 5 ? Shape{2, 2, 10, 14, 12} : Shape{2, 2, 10, 14}, 9));
+    // Input order: the graph's inputs as declared (x, then skip).
+    expect_same_outputs(before, after, in, 1e-6, what);
+  }
+}
+
+// Resizes whose values the convolutions do not make stay: another scale, corner-aligned or
+// asymmetric linear coordinates (Upsample's linear too), nearest that rounds asymmetric halves up,
+// and a Resize whose output something else reads.
+TEST(FuseResizeIntoConv, LeavesOtherResizesAlone) {
+  std::vector<ResizeSpec> specs(7);
+  specs[0].scale = 3;
+  specs[1].coord = "align_corners";
+  specs[2].coord = "asymmetric";
+  specs[3].opset = 9;  // Upsample, linear: asymmetric
+  specs[4].mode = "nearest";
+  specs[4].coord = "asymmetric";
+  specs[4].nearest = "round_prefer_ceil";
+  specs[5].mode = "nearest";
+  specs[5].coord = "half_pixel";
+  specs[5].nearest = "floor";
+  specs[6].shared = true;
+  for (const ResizeSpec& r : specs) {
+    ir::Graph g = resize_conv_graph(r);
+    fuse_resize_into_conv(g);
+    EXPECT_EQ(count_ops(g, "Resize") + count_ops(g, "Upsample"), 1) << r.what();
+    for (const ir::Node& n : g.nodes) EXPECT_FALSE(n.attrs.has(kFusedXUpsample)) << r.what();
+  }
+}
+
+// The fixture UNet that upsamples by interpolation: both Resizes go into the convolutions after
+// their Concats, at batch 2, in fp32 and in its fp16 model (whose Resizes were fp32 islands).
+TEST(FuseResizeIntoConv, FixtureUnetResizesVanish) {
+  for (const char* file : {"unet3d_resize_op17.onnx", "unet3d_resize_op17_fp16.onnx"}) {
+    ir::Graph before = fixture_after(file, "fuse-sibling-convs");
+    ir::Graph after = before;
+    fuse_resize_into_conv(after);
+    EXPECT_EQ(count_ops(before, "Resize"), 2) << file;
+    EXPECT_EQ(count_ops(after, "Resize"), 0) << file;
+    Tensor x = random_input({2, 1, 16, 16, 16}, 10);
+    if (std::string(file).find("fp16") != std::string::npos) {
+      Tensor h = Tensor::empty(DType::f16, x.shape());
+      for (int64_t i = 0; i < x.numel(); ++i)
+        h.data<uint16_t>()[i] = float_to_half(x.data<float>()[i]);
+      x = std::move(h);
+    }
+    expect_same_outputs(before, after, {x},
+                        std::string(file).find("fp16") != std::string::npos ? 1e-2 : 1e-6, file);
+  }
+}
+
 // torch's GroupNorm export (Reshape, InstanceNormalization, Reshape, Mul, Add) in the
 // SegResNet-like fixture becomes GroupNormalization nodes; plain InstanceNorms stay.
 TEST(FuseGroupNorm, FixtureGroupNormsBecomeOneNode) {
@@ -429,7 +584,11 @@ TEST(CompileModel, Fp16ConversionOfAnFp16ModelKeepsNoCasts) {
   CompiledModel m =
       compile_model(bytes.data(), bytes.size(), "unet3d_resize_op17_fp16.onnx", "", o);
   EXPECT_EQ(count_ops(m.graph, "Cast"), 0);
-  EXPECT_EQ(count_ops(m.graph, "Resize"), 2);
+  // Its two Resizes, in fp16, are read upsampled by the convolutions after them.
+  EXPECT_EQ(count_ops(m.graph, "Resize"), 0);
+  int upsampling = 0;
+  for (const ir::Node& n : m.graph.nodes) upsampling += n.attrs.has(kFusedXUpsample);
+  EXPECT_EQ(upsampling, 2);
 }
 
 // Precision::fp32 on an fp16 model: every value between the edges is float32 (the model's Resize

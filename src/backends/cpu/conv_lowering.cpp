@@ -77,10 +77,17 @@ struct Windows {
   int64_t residual_from = -1, residual_channels = 0;
 };
 
+// Parts of X read upsampled (x_upsample): each part's mode, empty where none is, and the resize
+// kernels that make their rows.
+struct Upsampled {
+  std::vector<Upsample> modes;
+  const ResizeKernels* kernels = nullptr;
+};
+
 class GemmConvOp : public CpuOp {
  public:
   GemmConvOp(std::unique_ptr<Op> ref, ref::WindowAttrs attrs, std::vector<int64_t> kernel,
-             bool residual, int64_t parts, int head_input, Windows windows,
+             bool residual, int64_t parts, int head_input, Windows windows, Upsampled upsampled,
              std::unique_ptr<ConvGemm> conv)
       : CpuOp(std::move(ref)),
         attrs_(std::move(attrs)),
@@ -89,6 +96,7 @@ class GemmConvOp : public CpuOp {
         parts_(parts),
         head_input_(head_input),
         windows_(windows),
+        upsampled_(std::move(upsampled)),
         conv_(std::move(conv)) {}
 
   void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
@@ -97,7 +105,12 @@ class GemmConvOp : public CpuOp {
     if (x.rank() != static_cast<int64_t>(kernel_.size()) + 2)
       fail("input X has shape " + shape_str(x.shape()) + ", expected rank " +
            std::to_string(kernel_.size() + 2));
-    ref::Geometry g = ref::resolve_window(where, attrs_, spatial(x.shape()), kernel_);
+    // X's spatial shape as the convolution reads it: part 0's, doubled where it is upsampled.
+    std::vector<int64_t> x_spatial = spatial(x.shape());
+    const bool up = !upsampled_.modes.empty();
+    if (up && upsampled_.modes[0] != Upsample::none)
+      for (int64_t& d : x_spatial) d *= 2;
+    ref::Geometry g = ref::resolve_window(where, attrs_, x_spatial, kernel_);
     // An output of a Split read in place: the residual's M channels from residual_from on.
     const ConvResidual residual =
         !residual_ ? ConvResidual()
@@ -109,14 +122,15 @@ class GemmConvOp : public CpuOp {
                  out[0]);
       return;
     }
-    if (parts_ == 1) {
+    if (parts_ == 1 && !up) {
       conv_->run(ctx, conv_window(g), x, residual, out[0]);
       return;
     }
     // X's parts (a fused Concat): input 0, then the inputs after the residual slot.
     std::vector<const Tensor*> parts = {&x};
     parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
-    conv_->run(ctx, conv_window(g), ConvInput(std::move(parts)), residual, out[0]);
+    conv_->run(ctx, conv_window(g),
+               ConvInput(std::move(parts), upsampled_.modes, upsampled_.kernels), residual, out[0]);
   }
   std::string kernel_name() const override { return conv_->kernel_names(); }
   int64_t packed_bytes() const override { return static_cast<int64_t>(conv_->packed_bytes()); }
@@ -132,6 +146,7 @@ class GemmConvOp : public CpuOp {
   int64_t parts_;   // of X: see backends/ref/ops/fused.h
   int head_input_;  // the head's weights (its bias next), or -1 without a head
   Windows windows_;
+  Upsampled upsampled_;
   std::unique_ptr<ConvGemm> conv_;
 };
 
@@ -146,6 +161,13 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   const int64_t parts = fused ? node.attrs.get_int("x_parts", 1) : 1;
   for (int i = 4; i < 3 + parts; ++i)
     if (!node.has_input(i) || ctx.input_dtype(i) != a.w->dtype()) return nullptr;
+  // Parts read upsampled (x_upsample): their rows made by the resize kernels of X's dtype.
+  Upsampled upsampled;
+  if (fused && node.attrs.has(kFusedXUpsample)) {
+    upsampled.modes = upsample_modes(node.attrs, parts);
+    upsampled.kernels = resize_kernels(a.w->dtype(), ctx.isa);
+    if (!upsampled.kernels) return nullptr;
+  }
   ConvHead head;
   if (fused && node.attrs.get_int(kFusedHead, 0) != 0) {
     // Constant weights (Mh, M, 1...) and bias of X's dtype, one group.
@@ -178,7 +200,8 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
   auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
   return std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
-                                      residual, parts, head_input, windows, std::move(conv));
+                                      residual, parts, head_input, windows, std::move(upsampled),
+                                      std::move(conv));
 }
 
 class GemmConvTransposeOp : public CpuOp {

@@ -373,8 +373,11 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   // zeros. `padded`: dst already holds zeros wherever this band's copy leaves padding (an
   // earlier fill of the same band layout at dst wrote them, and copies write only the rest).
   const bool pair_rows = g.to_panel_pair != nullptr && !tap_pairs_;
+  // Upsampled parts of X (ConvInput::depth_plane) make the band's rows of a plane into `up`: room
+  // for two planes (a channel pair) a filling thread.
+  const size_t up_bytes = x.upsampled() ? 2 * static_cast<size_t>(x.depth_plane_bytes()) : 0;
   auto fill_plane = [&](int64_t n, int64_t grp, int64_t pack, int64_t iz, const Band& band,
-                        uint8_t* dst, uint8_t* scratch, bool padded) {
+                        uint8_t* dst, uint8_t* scratch, uint8_t* up, bool padded) {
     // A pack short of channels (the last, with an odd count) or a tap pair (its second member
     // shifted) keeps zeros where no member lands; pair_rows writes them.
     // Wide pairs write whole rows, zeros included.
@@ -384,24 +387,26 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     else if (!padded)
       zero_padding(win, layout, dst, band.iy0, band.iy1, band.y0, ylen, wide_pairs);
     if (iz < 0 || iz >= win.in[0]) return;
-    const int64_t plane_at = iz * win.in[1] * win.in[2] * static_cast<int64_t>(es);
+    // Channel c's plane iz, its band's rows in place (or made into `up`, slot 0 or 1).
+    auto rows = [&](int64_t c, int slot) {
+      return x.depth_plane(n, c, iz, band.iy0, band.iy1,
+                           up ? up + static_cast<size_t>(slot) * (up_bytes / 2) : nullptr);
+    };
     if (wide_pairs) {
-      copy_wide_rows(g, win, layout, x.plane(n, grp * cg_) + plane_at, band.iy0, band.iy1, band.y0,
-                     dst);
+      copy_wide_rows(g, win, layout, rows(grp * cg_, 0), band.iy0, band.iy1, band.y0, dst);
       return;
     }
     if (pair_rows) {
       const int64_t c = grp * cg_ + pack * 2;
-      copy_rows(g, win, layout, x.plane(n, c) + plane_at, true,
-                pack * 2 + 1 < cg_ ? x.plane(n, c + 1) + plane_at : nullptr, band.iy0, band.iy1,
-                band.y0, 0, dst, scratch);
+      copy_rows(g, win, layout, rows(c, 0), true, pack * 2 + 1 < cg_ ? rows(c + 1, 1) : nullptr,
+                band.iy0, band.iy1, band.y0, 0, dst, scratch);
       return;
     }
     // Member h: channel pack * kp + h, or with tap pairs the one channel shifted by h taps.
     for (int64_t h = 0; h < kp; ++h) {
       const int64_t c = tap_pairs_ ? 0 : pack * kp + h;
       if (c >= cg_) break;
-      const uint8_t* src = x.plane(n, grp * cg_ + c) + plane_at;
+      const uint8_t* src = rows(grp * cg_ + c, 0);
       copy_rows(g, win, layout, src, false, nullptr, band.iy0, band.iy1, band.y0,
                 tap_pairs_ ? h * win.dilation[2] : 0, dst + static_cast<size_t>(h) * member,
                 scratch);
@@ -518,7 +523,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     // them, 4.13 / 4.13 / 4.14 / 4.14 with ranges.
     split_ranges(pool, base_items * parts, [&](RangeCursor& items) {
       RingBuffers::Lease buf(slots, items);
-      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
+      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es), up(up_bytes);
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
       int64_t filled = -1;
@@ -530,7 +535,8 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
         if (filled != item)
           for (int64_t pack = 0; pack < packs; ++pack)
             fill_plane(n, grp, pack, oz * sz - win.pad[0], band,
-                       buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data(), false);
+                       buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data(),
+                       up.empty() ? nullptr : up.data(), false);
         filled = item;
         const int64_t mb_end = std::min(mblocks, (part + 1) * part_blocks);
         for (int64_t w0 = part * part_blocks; w0 < mb_end; w0 += wblocks) {
@@ -590,11 +596,12 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     const int64_t from = std::max(rs.held, z0 * sz), to = (z0 + outs - 1) * sz + reach;
     const int64_t planes = to - from;
     run(shared, packs * planes, [&](int64_t begin, int64_t end) {
-      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
+      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es), up(up_bytes);
       for (int64_t i = begin; i < end; ++i) {
         const int64_t pack = i / planes, p = from + i % planes, slot = p % ring;
         fill_plane(n, grp, pack, p - win.pad[0], band,
                    padded + (pack * chan + slot * plane) * static_cast<int64_t>(bb), scratch.data(),
+                   up.empty() ? nullptr : up.data(),
                    rs.slot_padded[static_cast<size_t>(slot)] != 0);
       }
     });

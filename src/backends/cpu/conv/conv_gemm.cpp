@@ -233,33 +233,107 @@ ConvInput::ConvInput(const Tensor& x, int64_t from, int64_t channels) : ConvInpu
   first_.back() = channels;
 }
 
-ConvInput::ConvInput(std::vector<const Tensor*> parts) : parts_(std::move(parts)) {
+ConvInput::ConvInput(std::vector<const Tensor*> parts)
+    : ConvInput(std::move(parts), std::vector<Upsample>{}, nullptr) {}
+
+ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> modes,
+                     const ResizeKernels* k)
+    : parts_(std::move(parts)), resize_(k) {
   first_.push_back(0);
   for (const Tensor* t : parts_) first_.push_back(first_.back() + t->dim(1));
+  if (std::any_of(modes.begin(), modes.end(), [](Upsample u) { return u != Upsample::none; })) {
+    if (modes.size() != parts_.size() || !k)
+      throw Error("ConvInput: " + std::to_string(modes.size()) + " upsampling modes for " +
+                  std::to_string(parts_.size()) + " parts" + (k ? "" : ", no resize kernels"));
+    modes_ = std::move(modes);
+  }
   const Tensor& x = *parts_[0];
-  plane_bytes_ = static_cast<int64_t>(dtype_size(x.dtype()));
-  for (int64_t d = 2; d < x.rank(); ++d) plane_bytes_ *= x.dim(d);
+  axes_ = std::clamp<int64_t>(x.rank() - 2, 0, 3);
+  for (int64_t a = 0; a < axes_; ++a)
+    dims3_[3 - axes_ + a] = x.dim(2 + a) * (upsampled() && modes_[0] != Upsample::none ? 2 : 1);
+  plane_bytes_ = static_cast<int64_t>(dtype_size(x.dtype())) * dims3_[0] * dims3_[1] * dims3_[2];
+}
+
+size_t ConvInput::part_of(int64_t c) const {
+  size_t p = 0;
+  while (c >= first_[p + 1]) ++p;
+  return p;
 }
 
 const uint8_t* ConvInput::plane(int64_t n, int64_t c) const {
-  size_t p = 0;
-  while (c >= first_[p + 1]) ++p;
+  const size_t p = part_of(c);
+  if (upsampled() && modes_[p] != Upsample::none)
+    throw Error("ConvInput: part " + std::to_string(p) + " is read upsampled: no plane in memory");
   const Tensor& t = *parts_[p];
   return static_cast<const uint8_t*>(t.raw()) +
          (n * t.dim(1) + (p == 0 ? from_ : 0) + c - first_[p]) * plane_bytes_;
 }
 
+const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t iy0, int64_t iy1,
+                                      uint8_t* buf) const {
+  const size_t p = part_of(c);
+  if (!upsampled() || modes_[p] == Upsample::none) return plane(n, c) + iz * depth_plane_bytes();
+  const Tensor& t = *parts_[p];
+  const size_t es = dtype_size(t.dtype());
+  // The stored part's axes (padded in front to three); an axis X does not have stays 1.
+  int64_t low[3] = {1, 1, 1};
+  for (int64_t a = 0; a < axes_; ++a) low[3 - axes_ + a] = t.dim(2 + a);
+  const uint8_t* base = static_cast<const uint8_t*>(t.raw()) + (n * t.dim(1) + c - first_[p]) *
+                                                                   low[0] * low[1] * low[2] *
+                                                                   static_cast<int64_t>(es);
+  const bool linear = modes_[p] == Upsample::linear;
+  // An upsampled axis's taps for output o (Upsample's rule); a padded axis reads its one index.
+  struct Taps {
+    int64_t i[2];
+    float w[2];
+    int count;
+  };
+  auto taps = [&](int axis, int64_t o) {
+    if (axis < 3 - axes_) return Taps{{0, 0}, {1.0f, 0.0f}, 1};
+    const int64_t i = o / 2, len = low[axis];
+    if (!linear) return Taps{{i, i}, {1.0f, 0.0f}, 1};
+    if (o % 2 == 0) return Taps{{std::max<int64_t>(i - 1, 0), i}, {0.25f, 0.75f}, 2};
+    return Taps{{i, std::min(i + 1, len - 1)}, {0.75f, 0.25f}, 2};
+  };
+  const Taps tz = taps(0, iz);
+  const int64_t row_bytes = dims3_[2] * static_cast<int64_t>(es);
+  for (int64_t iy = iy0; iy < iy1; ++iy) {
+    const Taps ty = taps(1, iy);
+    const void* rows[4];
+    float w[4];
+    int nrows = 0;
+    for (int a = 0; a < tz.count; ++a)
+      for (int b = 0; b < ty.count; ++b) {
+        rows[nrows] = base + (tz.i[a] * low[1] + ty.i[b]) * low[2] * static_cast<int64_t>(es);
+        w[nrows++] = tz.w[a] * ty.w[b];
+      }
+    uint8_t* dst = buf + iy * row_bytes;
+    if (linear) {
+      resize_->blend_lerp_x2(rows, w, nrows, dst, low[2], false);
+    } else if (es == 4) {
+      const float* r = static_cast<const float*>(rows[0]);
+      interleave(r, r, low[2], reinterpret_cast<float*>(dst));
+    } else {
+      const uint16_t* r = static_cast<const uint16_t*>(rows[0]);
+      interleave(r, r, low[2], reinterpret_cast<uint16_t*>(dst));
+    }
+  }
+  return buf;
+}
+
 Tensor ConvInput::joined() const {
   Shape shape = parts_[0]->shape();
   shape[1] = channels();
+  for (int64_t a = 0; a < axes_; ++a) shape[static_cast<size_t>(2 + a)] = dims3_[3 - axes_ + a];
   Tensor out = Tensor::empty(parts_[0]->dtype(), shape);
   uint8_t* o = static_cast<uint8_t*>(out.raw());
+  const int64_t depth_bytes = depth_plane_bytes();
   for (int64_t n = 0; n < batch(); ++n)
-    for (size_t p = 0; p < parts_.size(); ++p) {
-      const int64_t bytes = (first_[p + 1] - first_[p]) * plane_bytes_;
-      std::memcpy(o, plane(n, first_[p]), static_cast<size_t>(bytes));
-      o += bytes;
-    }
+    for (int64_t c = 0; c < channels(); ++c)
+      for (int64_t iz = 0; iz < dims3_[0]; ++iz, o += depth_bytes) {
+        const uint8_t* src = depth_plane(n, c, iz, 0, dims3_[1], o);
+        if (src != o) std::memcpy(o, src, static_cast<size_t>(depth_bytes));
+      }
   return out;
 }
 
@@ -519,6 +593,13 @@ void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput
                 " for storage " + std::string(dtype_name(g_.storage)) +
                 "; an output may differ from the storage only as fp32");
   if (x.batch() == 0 || win.out_size() == 0 || m_ == 0) return;
+  // Upsampled parts are made row by row where the direct path copies X's rows; the packed path
+  // reads X joined, made whole first.
+  auto packed = [&](Tensor& out) {
+    if (!x.upsampled()) return run_packed(ctx, win, x, residual, out);
+    const Tensor whole = x.joined();
+    run_packed(ctx, win, ConvInput(whole), residual, out);
+  };
   if (head_.channels > 0) {
     // The direct path mixes each strip's tiles through the head; elsewhere the M channels go
     // through an fp32 tensor of their own first, in the run's scratch.
@@ -532,7 +613,7 @@ void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput
     else if (pointwise(win))
       run_pointwise(ctx, win, x.joined(), residual, mid);
     else if (!run_direct(ctx, win, x, residual, mid, false))
-      run_packed(ctx, win, x, residual, mid);
+      packed(mid);
     run_head(ctx, mid, y);
     return;
   }
@@ -546,7 +627,7 @@ void ConvGemm::run(const RunContext& ctx, const ConvWindow& win, const ConvInput
     return;
   }
   if (run_direct(ctx, win, x, residual, y, false)) return;
-  run_packed(ctx, win, x, residual, y);
+  packed(y);
 }
 
 bool ConvGemm::pointwise(const ConvWindow& win) {

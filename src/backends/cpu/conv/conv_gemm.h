@@ -19,7 +19,9 @@
 #include "backends/cpu/driver_util.h"
 #include "backends/cpu/kernels/eltwise/eltwise.h"
 #include "backends/cpu/kernels/gemm/gemm.h"
+#include "backends/cpu/kernels/resize/resize.h"
 #include "backends/cpu/kernels/softmax/softmax.h"
+#include "backends/ref/ops/fused.h"
 #include "backends/ref/ops/window.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
@@ -46,29 +48,49 @@ ConvWindow conv_window(const ref::Geometry& g);
 /// X of a convolution: one tensor, or several whose channels follow each other (a channel
 /// Concat the graph passes fused into the convolution, so it is never written), or `channels`
 /// channels of one tensor from channel `from` on (an output of a channel Split, read in place
-/// from the Split's input). The parts share dtype, batch and spatial shape.
+/// from the Split's input). The parts share dtype and batch, and spatial shape as X reads them:
+/// a part may be stored at half X's size along each spatial axis and read upsampled by 2 (a
+/// Resize fused into the convolution, x_upsample), its rows made where they are read.
 class ConvInput {
  public:
   ConvInput(const Tensor& x);  // NOLINT(google-explicit-constructor): one part
   explicit ConvInput(std::vector<const Tensor*> parts);
   ConvInput(const Tensor& x, int64_t from, int64_t channels);
+  /// Part p read upsampled in modes[p] (none: as stored), its rows made by `k`, the resize
+  /// kernels of the parts' dtype.
+  ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> modes, const ResizeKernels* k);
   int64_t batch() const { return parts_[0]->dim(0); }
   int64_t channels() const { return first_.back(); }
-  /// One tensor, whole: part(0) is X.
+  /// One tensor, whole, read as stored: part(0) is X.
   bool single() const {
-    return parts_.size() == 1 && from_ == 0 && channels() == parts_[0]->dim(1);
+    return parts_.size() == 1 && from_ == 0 && channels() == parts_[0]->dim(1) && !upsampled();
   }
+  /// Some part is read upsampled: plane() refuses it, depth_plane() makes its rows.
+  bool upsampled() const { return !modes_.empty(); }
   const Tensor& part(size_t i) const { return *parts_[i]; }
-  /// Channel c of batch item n: its first element.
+  /// Channel c of batch item n: its first element (a part read as stored).
   const uint8_t* plane(int64_t n, int64_t c) const;
-  /// X's channels in one new tensor.
+  /// Rows [iy0, iy1) of depth plane iz (the spatial axes padded in front to three) of channel c
+  /// of batch item n, row iy at the pointer returned + iy * the row's bytes: a part read as stored
+  /// gives its own memory; an upsampled one writes them into `buf`, depth_plane_bytes() long,
+  /// and gives buf.
+  const uint8_t* depth_plane(int64_t n, int64_t c, int64_t iz, int64_t iy0, int64_t iy1,
+                             uint8_t* buf) const;
+  /// Bytes of one depth plane (H, W) of a channel as X reads it: depth_plane()'s `buf`.
+  int64_t depth_plane_bytes() const { return plane_bytes_ / dims3_[0]; }
+  /// X's channels in one new tensor (upsampled parts made whole).
   Tensor joined() const;
 
  private:
+  size_t part_of(int64_t c) const;
   std::vector<const Tensor*> parts_;
   std::vector<int64_t> first_;  // first channel of each part, then the channel count
   int64_t from_ = 0;            // the first channel of part 0 that X takes
-  int64_t plane_bytes_ = 0;
+  int64_t plane_bytes_ = 0;     // of a channel's (D, H, W) volume as X reads it
+  int64_t dims3_[3] = {1, 1, 1};  // X's spatial axes as read, padded in front to three
+  int64_t axes_ = 0;              // spatial axes of X (the last axes_ of the three)
+  std::vector<Upsample> modes_;   // per part, or empty where none is upsampled
+  const ResizeKernels* resize_ = nullptr;
 };
 
 /// A convolution's residual: Y's shape, or Y's M channels from channel `from` of a tensor with

@@ -16,7 +16,7 @@ class FusedConvOp : public Op {
  public:
   FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual,
               bool residual_after, int64_t parts, bool f32_out, bool head, bool head_softmax,
-              int64_t group, int64_t x_from, int64_t residual_from)
+              int64_t group, int64_t x_from, int64_t residual_from, std::vector<Upsample> upsample)
       : conv_(std::move(conv)),
         epilogue_(epilogue),
         has_residual_(has_residual),
@@ -27,7 +27,8 @@ class FusedConvOp : public Op {
         head_softmax_(head_softmax),
         group_(group),
         x_from_(x_from),
-        residual_from_(residual_from) {}
+        residual_from_(residual_from),
+        upsample_(std::move(upsample)) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     std::vector<DType> t = conv_->infer_types(conv_inputs(in, false));
@@ -79,8 +80,18 @@ class FusedConvOp : public Op {
   void compute(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     std::vector<const Tensor*> cin(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
     Tensor joined, x_window, residual_window;
+    // Parts read upsampled (x_upsample): upsampled first, as the Resize before them had it.
+    std::vector<const Tensor*> parts(in.begin(), in.end());
+    std::vector<Tensor> upsampled(static_cast<size_t>(parts_));
+    for (int64_t p = 0; p < parts_; ++p)
+      if (upsample_[static_cast<size_t>(p)] != Upsample::none) {
+        upsampled[static_cast<size_t>(p)] =
+            upsample2(*in[part_input(p)], upsample_[static_cast<size_t>(p)]);
+        parts[part_input(p)] = &upsampled[static_cast<size_t>(p)];
+      }
+    cin[0] = parts[0];
     if (parts_ > 1) {
-      joined = join_parts(in);
+      joined = join_parts(parts);
       cin[0] = &joined;
     }
     if (x_from_ >= 0) {
@@ -130,6 +141,7 @@ class FusedConvOp : public Op {
   // `shapes` are known), W, B.
   std::vector<ValueMeta> conv_inputs(const std::vector<ValueMeta>& in, bool shapes) const {
     std::vector<ValueMeta> c(in.begin(), in.begin() + std::min<size_t>(3, in.size()));
+    if (shapes && !c.empty()) c[0] = read_as(in, 0);
     if (x_from_ >= 0 && shapes) {
       // W's C / group channels a group, from channel x_from of input 0.
       const int64_t channels = c.size() > 1 && c[1].shape.size() > 1 ? c[1].shape[1] * group_ : -1;
@@ -147,7 +159,7 @@ class FusedConvOp : public Op {
            " parts of X" + (head_ ? " and a head" : "") + ", got " + std::to_string(in.size()));
     c[0].value = nullptr;
     for (int64_t p = 1; p < parts_; ++p) {
-      const ValueMeta& m = in[part_input(p)];
+      const ValueMeta m = shapes ? read_as(in, p) : in[part_input(p)];
       if (!m.present || m.dtype != c[0].dtype)
         fail("part " + std::to_string(p) + " of X must have X's dtype");
       if (!shapes) continue;
@@ -157,13 +169,26 @@ class FusedConvOp : public Op {
       for (size_t d = 0; d < m.shape.size(); ++d)
         if (d != 1 && m.shape[d] != c[0].shape[d])
           fail("part " + std::to_string(p) + " of X has shape " + shape_str(m.shape) +
-               ", which differs from " + shape_str(in[0].shape) + " outside the channel axis");
+               (upsample_[static_cast<size_t>(p)] != Upsample::none ? " (upsampled)" : "") +
+               ", which differs from " + shape_str(c[0].shape) + " outside the channel axis");
       c[0].shape[1] += m.shape[1];
     }
     return c;
   }
 
   size_t head_input() const { return static_cast<size_t>(3 + parts_); }
+
+  // Part p of X as the convolution reads it: its spatial axes doubled where it is upsampled.
+  ValueMeta read_as(const std::vector<ValueMeta>& in, int64_t p) const {
+    ValueMeta m = in[part_input(p)];
+    if (upsample_[static_cast<size_t>(p)] == Upsample::none) return m;
+    if (m.shape.size() < 3 || m.shape.size() > 5)
+      fail("part " + std::to_string(p) + " of X, upsampled, has shape " + shape_str(m.shape) +
+           ": rank 3 to 5 expected");
+    m.value = nullptr;
+    for (size_t d = 2; d < m.shape.size(); ++d) m.shape[d] *= 2;
+    return m;
+  }
 
   // y = head(x): Mh x M weights and bias at each position, then softmax over Y's channels.
   void apply_head(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) const {
@@ -215,6 +240,7 @@ class FusedConvOp : public Op {
   int64_t group_;
   int64_t x_from_;         // X's first channel in input 0 (kFusedXFrom), or -1: X whole
   int64_t residual_from_;  // the residual's in input 3 (kFusedResidualFrom), or -1: whole
+  std::vector<Upsample> upsample_;  // per part of X (kFusedXUpsample)
 };
 
 }  // namespace
@@ -238,6 +264,81 @@ Tensor channel_window(const Tensor& t, int64_t from, int64_t count) {
     for (int64_t i = 0; i < count * plane; ++i)
       ref::store(w, at++, ref::load(t, (n * t.dim(1) + from) * plane + i));
   return w;
+}
+
+std::vector<Upsample> upsample_modes(const ir::Attributes& a, int64_t parts) {
+  std::vector<Upsample> modes(static_cast<size_t>(std::max<int64_t>(parts, 0)), Upsample::none);
+  if (!a.has(kFusedXUpsample)) return modes;
+  const std::vector<int64_t> v = a.get_ints(kFusedXUpsample);
+  if (static_cast<int64_t>(v.size()) != parts)
+    throw Error(a.where + ": x_upsample has " + std::to_string(v.size()) + " values for " +
+                std::to_string(parts) + " parts of X");
+  for (size_t p = 0; p < v.size(); ++p) {
+    if (v[p] < 0 || v[p] > static_cast<int64_t>(Upsample::linear))
+      throw Error(a.where + ": x_upsample value " + std::to_string(v[p]) +
+                  " is not 0 (none), 1 (nearest) or 2 (linear)");
+    modes[p] = static_cast<Upsample>(v[p]);
+  }
+  return modes;
+}
+
+Tensor upsample2(const Tensor& t, Upsample mode) {
+  const int64_t rank = t.rank();
+  if (rank < 3 || rank > 5) throw Error("upsample2: shape " + shape_str(t.shape()));
+  // Per spatial axis, each output index's two taps (index, weight).
+  struct Tap {
+    int64_t i0, i1;
+    double w0, w1;
+  };
+  std::vector<std::vector<Tap>> taps;
+  Shape out = t.shape();
+  for (int64_t d = 2; d < rank; ++d) {
+    const int64_t len = t.dim(d);
+    out[static_cast<size_t>(d)] = 2 * len;
+    std::vector<Tap> axis;
+    for (int64_t o = 0; o < 2 * len; ++o) {
+      const int64_t i = o / 2;
+      if (mode == Upsample::nearest)
+        axis.push_back({i, i, 1.0, 0.0});
+      else if (o % 2 == 0)
+        axis.push_back({std::max<int64_t>(i - 1, 0), i, 0.25, 0.75});
+      else
+        axis.push_back({i, std::min(i + 1, len - 1), 0.75, 0.25});
+    }
+    taps.push_back(std::move(axis));
+  }
+  Tensor y = Tensor::empty(t.dtype(), out);
+  // Spatial axes padded in front to three.
+  int64_t in3[3] = {1, 1, 1}, out3[3] = {1, 1, 1};
+  const std::vector<Tap> unit = {{0, 0, 1.0, 0.0}};
+  const std::vector<Tap>* ax[3] = {&unit, &unit, &unit};
+  for (int64_t d = 2; d < rank; ++d) {
+    const size_t a = static_cast<size_t>(d + 3 - rank);
+    in3[a] = t.dim(d);
+    out3[a] = 2 * t.dim(d);
+    ax[a] = &taps[static_cast<size_t>(d - 2)];
+  }
+  const int64_t planes = t.dim(0) * t.dim(1), in_vol = in3[0] * in3[1] * in3[2];
+  int64_t at = 0;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t z = 0; z < out3[0]; ++z)
+      for (int64_t yy = 0; yy < out3[1]; ++yy)
+        for (int64_t x = 0; x < out3[2]; ++x) {
+          const Tap &tz = (*ax[0])[static_cast<size_t>(z)], &ty = (*ax[1])[static_cast<size_t>(yy)],
+                    &tx = (*ax[2])[static_cast<size_t>(x)];
+          double v = 0;
+          for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+              for (int c = 0; c < 2; ++c) {
+                const double w = (a ? tz.w1 : tz.w0) * (b ? ty.w1 : ty.w0) * (c ? tx.w1 : tx.w0);
+                if (w == 0) continue;
+                const int64_t i = ((a ? tz.i1 : tz.i0) * in3[1] + (b ? ty.i1 : ty.i0)) * in3[2] +
+                                  (c ? tx.i1 : tx.i0);
+                v += w * ref::load(t, p * in_vol + i);
+              }
+          ref::store(y, at++, v);
+        }
+  return y;
 }
 
 FusedEpilogue FusedEpilogue::from_attrs(const ir::Attributes& a) {
@@ -275,6 +376,7 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   conv.attrs.items.erase(kFusedSlopes);
   conv.attrs.items.erase(kFusedXFrom);
   conv.attrs.items.erase(kFusedResidualFrom);
+  conv.attrs.items.erase(kFusedXUpsample);
   return conv;
 }
 
@@ -311,9 +413,15 @@ void register_fused_ops(OpRegistry& r) {
       c.fail("x_from " + std::to_string(x_from) + " with x_parts " + std::to_string(parts) +
              ": a window of X needs X in one part");
     if (residual_from >= 0 && !residual) c.fail("residual_from without a residual");
+    std::vector<Upsample> upsample = upsample_modes(c.node.attrs, parts);
+    const bool upsampled = std::any_of(upsample.begin(), upsample.end(),
+                                       [](Upsample u) { return u != Upsample::none; });
+    if (upsampled && (c.node.op_type != "FusedConv" || x_from >= 0))
+      c.fail("x_upsample needs a FusedConv whose X is not a window (x_from)");
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
                                          residual, after, parts, f32_out, head, head_softmax,
-                                         c.node.attrs.get_int("group", 1), x_from, residual_from);
+                                         c.node.attrs.get_int("group", 1), x_from, residual_from,
+                                         std::move(upsample));
   };
   r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, factory);
   r.add(std::string(kInternalDomain) + ".FusedConvTranspose", 1, 21, factory);

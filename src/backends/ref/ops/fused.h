@@ -20,6 +20,10 @@
 // Split's input (passes/read_split_in_place.cpp), which their batch-2 layout would otherwise need
 // copied out. voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B; x_parts
 // as FusedConv's (the residual slot between B and the other parts left empty).
+// With the int-list attribute `x_upsample` (FusedConv only; one value per part of X, no x_from),
+// a part with a nonzero value is read upsampled by 2 along each of its spatial axes: a Resize
+// fused into the convolution after it (passes/fuse_resize_conv.cpp), whose output is never stored
+// (Upsample below).
 #pragma once
 
 #include "ir/graph.h"
@@ -40,6 +44,24 @@ inline constexpr const char* kFusedSlopes = "slopes";
 /// residual takes (the inputs then have more channels than the convolution reads).
 inline constexpr const char* kFusedXFrom = "x_from";
 inline constexpr const char* kFusedResidualFrom = "residual_from";
+/// FusedConv's int-list attribute: how each part of X is upsampled (Upsample's values).
+inline constexpr const char* kFusedXUpsample = "x_upsample";
+
+/// A part of X upsampled by 2 along every spatial axis, as ONNX Resize computes it:
+/// - nearest: output i reads input i / 2 (nearest with asymmetric coordinates and floor, or with
+///   half-pixel coordinates and either rounding: torch's `nearest` at any opset);
+/// - linear: half-pixel centres, output 2i reads (i - 1, 1/4) and (i, 3/4), output 2i + 1 reads
+///   (i, 3/4) and (i + 1, 1/4), indices clamped to the axis (torch's trilinear and bilinear with
+///   align_corners=False), the axes one after another.
+enum class Upsample : int64_t { none = 0, nearest = 1, linear = 2 };
+
+/// The modes of x_upsample, one per part of X (all none where the attribute is absent); throws
+/// naming the node where its length or a value does not fit.
+std::vector<Upsample> upsample_modes(const ir::Attributes& a, int64_t parts);
+
+/// t (rank 3 to 5) upsampled by 2 along its spatial axes in `mode`, computed in double and
+/// stored in t's dtype: the reference for x_upsample.
+Tensor upsample2(const Tensor& t, Upsample mode);
 
 /// Where a FusedConv's head weights are among its inputs (the bias follows): after X's parts.
 inline int fused_head_input(const ir::Node& fused) {

@@ -1,0 +1,112 @@
+#include <algorithm>
+
+#include "backends/ref/op.h"
+#include "backends/ref/ops/fused.h"
+#include "backends/ref/tensor_math.h"
+#include "passes/passes.h"
+
+namespace voxrt {
+
+namespace {
+
+// How `n` upsamples, if it is a Resize (or Upsample) by 2 along every spatial axis of a rank 3 to
+// 5 input whose result the convolutions can make row by row (Upsample in
+// backends/ref/ops/fused.h); none otherwise.
+Upsample upsample_of(const ir::Graph& g, const ir::Node& n) {
+  const bool resize = n.op_type == "Resize", upsample = n.op_type == "Upsample";
+  if ((!resize && !upsample) || !n.domain.empty() || !n.has_input(0) || n.outputs.size() != 1)
+    return Upsample::none;
+  const ir::Attributes& a = n.attrs;
+  const std::string mode = a.get_string("mode", "nearest");
+  std::vector<double> scales;
+  bool nearest = mode == "nearest", linear = false;
+  if (upsample || n.opset < 11) {
+    // Upsample and Resize-10: asymmetric coordinates, nearest by floor when upsampling; their
+    // linear mode (asymmetric) is not the half-pixel one.
+    if (upsample && n.opset < 9)
+      for (float s : a.get_floats("scales")) scales.push_back(s);
+    else if (const Tensor* s = n.has_input(1) ? g.constant(n.inputs[1]) : nullptr)
+      scales = ref::to_f64(*s);
+  } else {
+    const std::string coord = a.get_string("coordinate_transformation_mode", "half_pixel");
+    const std::string rounding = a.get_string("nearest_mode", "round_prefer_floor");
+    const bool half = coord == "half_pixel" || coord == "pytorch_half_pixel";
+    // By 2, half-pixel coordinates round to i / 2 either way, asymmetric ones floor (or round
+    // down) to it.
+    nearest =
+        nearest &&
+        ((half && (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil")) ||
+         (coord == "asymmetric" && (rounding == "floor" || rounding == "round_prefer_floor")));
+    linear = mode == "linear" && half;
+    if (a.get_int("exclude_outside", 0) != 0 || a.get_int("antialias", 0) != 0 || a.has("axes") ||
+        a.get_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+      return Upsample::none;
+    if (const Tensor* s = n.has_input(2) ? g.constant(n.inputs[2]) : nullptr)
+      scales = ref::to_f64(*s);
+  }
+  if ((!nearest && !linear) || scales.size() < 3 || scales.size() > 5 || scales[0] != 1.0 ||
+      scales[1] != 1.0)
+    return Upsample::none;
+  for (size_t d = 2; d < scales.size(); ++d)
+    if (scales[d] != 2.0) return Upsample::none;
+  return linear ? Upsample::linear : Upsample::nearest;
+}
+
+}  // namespace
+
+// A Resize (or Upsample) by 2 along every spatial axis, nearest or linear with half-pixel
+// centres, whose one consumer is a convolution's X or a part of it (a Concat fused before,
+// fuse_concat_conv.cpp) is read by the convolution through x_upsample: its drivers make the
+// upsampled rows where they copy X's rows into their padded planes, so the upsampled tensor, 4
+// (2D) or 8 (3D) times the Resize's input, is never written, nor read back. A UNet decoder that
+// upsamples by interpolation instead of a transposed convolution (pytorch-3dunet's, MONAI's
+// BasicUNet with `nontrainable` upsampling) has one such Resize a level.
+void fuse_resize_into_conv(ir::Graph& g) {
+  const auto consumers = g.consumers();
+  const auto producers = g.producers();
+  std::vector<char> drop(g.nodes.size(), 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    ir::Node& conv = g.nodes[k];
+    const bool plain = conv.op_type == "Conv" && conv.domain.empty();
+    const bool fused = conv.op_type == "FusedConv" && conv.domain == kInternalDomain;
+    if ((!plain && !fused) || !conv.has_input(0) || !conv.has_input(1) ||
+        conv.attrs.has(kFusedXFrom) || conv.attrs.has(kFusedXUpsample))
+      continue;
+    const int64_t parts = fused ? conv.attrs.get_int("x_parts", 1) : 1;
+    if (parts < 1 || conv.num_inputs() < (parts > 1 ? 3 + parts : 1)) continue;
+    std::vector<int64_t> modes(static_cast<size_t>(parts), 0);
+    bool any = false;
+    for (int64_t p = 0; p < parts; ++p) {
+      const size_t slot = p == 0 ? 0 : static_cast<size_t>(3 + p);
+      const int v = conv.inputs[slot];
+      if (v < 0 || producers[static_cast<size_t>(v)] < 0) continue;
+      if (std::count(g.outputs.begin(), g.outputs.end(), v) > 0) continue;
+      const auto& users = consumers[static_cast<size_t>(v)];
+      if (users.size() != 1 || users[0] != static_cast<int>(k) ||
+          std::count(conv.inputs.begin(), conv.inputs.end(), v) != 1)
+        continue;
+      const size_t ri = static_cast<size_t>(producers[static_cast<size_t>(v)]);
+      const ir::Node& resize = g.nodes[ri];
+      const Upsample u = upsample_of(g, resize);
+      if (u == Upsample::none || drop[ri]) continue;
+      const auto& in_dt = g.values[static_cast<size_t>(resize.inputs[0])].dtype;
+      const auto& out_dt = g.values[static_cast<size_t>(v)].dtype;
+      if (!in_dt || !out_dt || *in_dt != *out_dt) continue;
+      conv.inputs[slot] = resize.inputs[0];
+      modes[static_cast<size_t>(p)] = static_cast<int64_t>(u);
+      drop[ri] = 1;
+      any = true;
+    }
+    if (!any) continue;
+    if (plain) {
+      conv.domain = kInternalDomain;
+      conv.op_type = "FusedConv";
+      conv.attrs.set_string("activation", "");
+    }
+    conv.attrs.set_ints(kFusedXUpsample, modes);
+  }
+  erase_nodes(g, drop);
+  g.remove_dead();
+}
+
+}  // namespace voxrt
