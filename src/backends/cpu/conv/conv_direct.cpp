@@ -523,7 +523,9 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     // them, 4.13 / 4.13 / 4.14 / 4.14 with ranges.
     split_ranges(pool, base_items * parts, [&](RangeCursor& items) {
       RingBuffers::Lease buf(slots, items);
-      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es), up(up_bytes);
+      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
+      // From the run's scratch (kept between steps and runs): every row is made before it is read.
+      const PanelBuffer up = up_bytes ? PanelBuffer(up_bytes, ctx.scratch) : PanelBuffer();
       std::vector<uint8_t> tile_out(tile_bytes), tile_res(tile_bytes);
       PanelBuffer widened = a_.scratch(static_cast<size_t>(wblocks * block_bytes), ctx);
       int64_t filled = -1;
@@ -536,7 +538,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
           for (int64_t pack = 0; pack < packs; ++pack)
             fill_plane(n, grp, pack, oz * sz - win.pad[0], band,
                        buf.data() + pack * chan * static_cast<int64_t>(bb), scratch.data(),
-                       up.empty() ? nullptr : up.data(), false);
+                       up_bytes ? up.data() : nullptr, false);
         filled = item;
         const int64_t mb_end = std::min(mblocks, (part + 1) * part_blocks);
         for (int64_t w0 = part * part_blocks; w0 < mb_end; w0 += wblocks) {
@@ -596,13 +598,14 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     const int64_t from = std::max(rs.held, z0 * sz), to = (z0 + outs - 1) * sz + reach;
     const int64_t planes = to - from;
     run(shared, packs * planes, [&](int64_t begin, int64_t end) {
-      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es), up(up_bytes);
+      std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
+      // From the run's scratch (kept between steps and runs): every row is made before it is read.
+      const PanelBuffer up = up_bytes ? PanelBuffer(up_bytes, ctx.scratch) : PanelBuffer();
       for (int64_t i = begin; i < end; ++i) {
         const int64_t pack = i / planes, p = from + i % planes, slot = p % ring;
         fill_plane(n, grp, pack, p - win.pad[0], band,
                    padded + (pack * chan + slot * plane) * static_cast<int64_t>(bb), scratch.data(),
-                   up.empty() ? nullptr : up.data(),
-                   rs.slot_padded[static_cast<size_t>(slot)] != 0);
+                   up_bytes ? up.data() : nullptr, rs.slot_padded[static_cast<size_t>(slot)] != 0);
       }
     });
     for (int64_t p = from; p < to; ++p) rs.slot_padded[static_cast<size_t>(p % ring)] = 1;
