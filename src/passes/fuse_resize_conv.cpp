@@ -59,8 +59,10 @@ Upsample upsample_of(const ir::Graph& g, const ir::Node& n) {
 // fuse_concat_conv.cpp) is read by the convolution through x_upsample: its drivers make the
 // upsampled rows where they copy X's rows into their padded planes, so the upsampled tensor, 4
 // (2D) or 8 (3D) times the Resize's input, is never written, nor read back. A UNet decoder that
-// upsamples by interpolation instead of a transposed convolution (pytorch-3dunet's, MONAI's
-// BasicUNet with `nontrainable` upsampling) has one such Resize a level.
+// upsamples with nn.Upsample(scale_factor=2) or F.interpolate(scale_factor=2) (nearest, or
+// linear without align_corners) has one such Resize a level. Not taken: Resizes given output sizes
+// (F.interpolate(size=...) exports them computed from shapes at run time), and corner-aligned
+// linear ones.
 void fuse_resize_into_conv(ir::Graph& g) {
   const auto consumers = g.consumers();
   const auto producers = g.producers();
