@@ -19,10 +19,11 @@ Upsample upsample_of(const ir::Graph& g, const ir::Node& n) {
   const ir::Attributes& a = n.attrs;
   const std::string mode = a.get_string("mode", "nearest");
   std::vector<double> scales;
-  bool nearest = mode == "nearest", linear = false;
+  bool nearest = mode == "nearest";
+  Upsample linear = Upsample::none;
   if (upsample || n.opset < 11) {
-    // Upsample and Resize-10: asymmetric coordinates, nearest by floor when upsampling; their
-    // linear mode (asymmetric) is not the half-pixel one.
+    // Upsample and Resize-10: asymmetric coordinates, nearest by floor when upsampling.
+    if (mode == "linear" || (upsample && mode == "bilinear")) linear = Upsample::linear_asymmetric;
     if (upsample && n.opset < 9)
       for (float s : a.get_floats("scales")) scales.push_back(s);
     else if (const Tensor* s = n.has_input(1) ? g.constant(n.inputs[1]) : nullptr)
@@ -37,32 +38,35 @@ Upsample upsample_of(const ir::Graph& g, const ir::Node& n) {
         nearest &&
         ((half && (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil")) ||
          (coord == "asymmetric" && (rounding == "floor" || rounding == "round_prefer_floor")));
-    linear = mode == "linear" && half;
+    if (mode == "linear")
+      linear = half                       ? Upsample::linear
+               : coord == "align_corners" ? Upsample::linear_align_corners
+               : coord == "asymmetric"    ? Upsample::linear_asymmetric
+                                          : Upsample::none;
     if (a.get_int("exclude_outside", 0) != 0 || a.get_int("antialias", 0) != 0 || a.has("axes") ||
         a.get_string("keep_aspect_ratio_policy", "stretch") != "stretch")
       return Upsample::none;
     if (const Tensor* s = n.has_input(2) ? g.constant(n.inputs[2]) : nullptr)
       scales = ref::to_f64(*s);
   }
-  if ((!nearest && !linear) || scales.size() < 3 || scales.size() > 5 || scales[0] != 1.0 ||
-      scales[1] != 1.0)
+  if ((!nearest && linear == Upsample::none) || scales.size() < 3 || scales.size() > 5 ||
+      scales[0] != 1.0 || scales[1] != 1.0)
     return Upsample::none;
   for (size_t d = 2; d < scales.size(); ++d)
     if (scales[d] != 2.0) return Upsample::none;
-  return linear ? Upsample::linear : Upsample::nearest;
+  return linear != Upsample::none ? linear : Upsample::nearest;
 }
 
 }  // namespace
 
-// A Resize (or Upsample) by 2 along every spatial axis, nearest or linear with half-pixel
-// centres, whose one consumer is a convolution's X or a part of it (a Concat fused before,
-// fuse_concat_conv.cpp) is read by the convolution through x_upsample: its drivers make the
-// upsampled rows where they copy X's rows into their padded planes, so the upsampled tensor, 4
-// (2D) or 8 (3D) times the Resize's input, is never written, nor read back. A UNet decoder that
-// upsamples with nn.Upsample(scale_factor=2) or F.interpolate(scale_factor=2) (nearest, or
-// linear without align_corners) has one such Resize a level. Not taken: Resizes given output sizes
-// (F.interpolate(size=...) exports them computed from shapes at run time), and corner-aligned
-// linear ones.
+// A Resize (or Upsample) by 2 along every spatial axis, nearest (reading i / 2) or linear (with
+// half-pixel, corner-aligned or asymmetric coordinates), whose one consumer is a convolution's X or
+// a part of it (a Concat fused before, fuse_concat_conv.cpp) is read by the convolution through
+// x_upsample: its drivers make the upsampled rows where they copy X's rows into their padded
+// planes, so the upsampled tensor, 4 (2D) or 8 (3D) times the Resize's input, is never written, nor
+// read back. A UNet decoder that upsamples with nn.Upsample(scale_factor=2) or
+// F.interpolate(scale_factor=2) has one such Resize a level. Not taken: Resizes given output sizes
+// (F.interpolate(size=...) exports them computed from shapes at run time).
 void fuse_resize_into_conv(ir::Graph& g) {
   const auto consumers = g.consumers();
   const auto producers = g.producers();

@@ -92,10 +92,11 @@ TEST_P(ConvLoweringTest, FusedHeadMatchesReference) {
 
 // Parts of X read upsampled by 2 (a Resize fused into the convolution, x_upsample), stored at odd
 // sizes, against the reference on X made whole: the direct path in 3D and 2D with a plain part
-// beside (a UNet decoder's Concat), nearest and linear, one and two threads (bands of rows, each
-// band's rows made on the thread that copies them), width stride 2 (phases of upsampled rows), a
-// tap pair's channel (bf16 products from one input channel), and the paths that read X joined:
-// 1x1 tiles and the packed path (width stride 9).
+// beside (a UNet decoder's Concat), nearest and the three linear modes (corner-aligned and
+// asymmetric through the width's tables, also on an axis of one input), one and two threads (bands
+// of rows, each band's rows made on the thread that copies them), width stride 2 (phases of
+// upsampled rows), a tap pair's channel (bf16 products from one input channel), and the paths that
+// read X joined: 1x1 tiles and the packed path (width stride 9).
 TEST_P(ConvLoweringTest, UpsampledPartsMatchReference) {
   ThreadPool pool(2);
   std::mt19937 rng(37);
@@ -110,6 +111,8 @@ TEST_P(ConvLoweringTest, UpsampledPartsMatchReference) {
   };
   add({1, 7, 10, 14, 18}, {6, 7, 3, 3, 3}, {4, 3}, {2, 0}).ints("pads", pads3).activation = "Relu";
   add({2, 5, 6, 10, 22}, {4, 5, 3, 3, 3}, {2, 3}, {0, 1}).ints("pads", pads3);
+  add({1, 5, 8, 10, 26}, {4, 5, 3, 3, 3}, {3, 2}, {3, 4}).ints("pads", pads3);  // tables
+  add({1, 4, 2, 16, 40}, {6, 4, 3, 3, 3}, {4}, {3}).ints("pads", pads3);        // one input plane
   add({1, 3, 8, 12, 14}, {9, 3, 3, 3, 3}, {3}, {2}).ints("pads", pads3).residual = true;
   add({1, 6, 34, 50}, {5, 6, 3, 3}, {5, 1}, {2, 1}).ints("pads", {1, 1, 1, 1});
   add({1, 4, 12, 18, 20}, {8, 4, 3, 3, 3}, {2, 2}, {2, 2})
@@ -225,8 +228,8 @@ TEST_P(ConvLoweringTest, RandomConvAttributesMatchReference) {
         // the first upsampled.
         for (size_t d = 2; d < c.x.size(); ++d) c.x[d] += c.x[d] % 2;
         for (size_t p = 0; p < c.x_parts.size(); ++p)
-          c.x_upsample.push_back(p == 0 ? 1 + attempt / 5 % 2
-                                        : std::uniform_int_distribution<int64_t>(0, 2)(rng));
+          c.x_upsample.push_back(p == 0 ? 1 + attempt / 5 % 4
+                                        : std::uniform_int_distribution<int64_t>(0, 4)(rng));
       }
     } else if (attempt % 4 == 2 || (attempt % 8 == 3 && c.residual)) {
       // X and the residual read from wider tensors (a Split's outputs read in place), from

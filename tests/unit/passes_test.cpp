@@ -311,6 +311,13 @@ TEST(FuseResizeIntoConv, ConvReadsTheUpsampledPart) {
       specs.push_back(r);  // linear, half_pixel
       r.coord = "pytorch_half_pixel";
       specs.push_back(r);
+      r.coord = "align_corners";
+      specs.push_back(r);
+      r.coord = "asymmetric";
+      specs.push_back(r);
+      r.opset = 9;  // Upsample, linear: asymmetric
+      specs.push_back(r);
+      r.opset = 17;
       r.mode = "nearest";
       r.coord = "asymmetric";
       r.nearest = "floor";  // torch's nearest at opset 11 and later
@@ -330,7 +337,11 @@ TEST(FuseResizeIntoConv, ConvReadsTheUpsampledPart) {
     ASSERT_EQ(count_ops(after, "FusedConv"), 1) << what;
     for (const ir::Node& n : after.nodes)
       if (n.op_type == "FusedConv") {
-        const Upsample u = r.mode == "linear" ? Upsample::linear : Upsample::nearest;
+        const Upsample u = r.mode == "nearest"          ? Upsample::nearest
+                           : r.opset < 11               ? Upsample::linear_asymmetric
+                           : r.coord == "align_corners" ? Upsample::linear_align_corners
+                           : r.coord == "asymmetric"    ? Upsample::linear_asymmetric
+                                                        : Upsample::linear;
         const std::vector<int64_t> want = r.concat
                                               ? std::vector<int64_t>{0, static_cast<int64_t>(u)}
                                               : std::vector<int64_t>{static_cast<int64_t>(u)};
@@ -345,22 +356,25 @@ TEST(FuseResizeIntoConv, ConvReadsTheUpsampledPart) {
   }
 }
 
-// Resizes whose values the convolutions do not make stay: another scale, corner-aligned or
-// asymmetric linear coordinates (Upsample's linear too), nearest that rounds asymmetric halves up,
-// and a Resize whose output something else reads.
+// Resizes whose values the convolutions do not make stay: another scale, cubic, nearest that
+// rounds asymmetric halves up, floors half-pixel coordinates or aligns corners, and a Resize whose
+// output something else reads.
 TEST(FuseResizeIntoConv, LeavesOtherResizesAlone) {
   std::vector<ResizeSpec> specs(7);
   specs[0].scale = 3;
-  specs[1].coord = "align_corners";
-  specs[2].coord = "asymmetric";
-  specs[3].opset = 9;  // Upsample, linear: asymmetric
+  specs[1].mode = "cubic";
+  specs[2].mode = "nearest";
+  specs[2].coord = "align_corners";
+  specs[3].shared = true;
   specs[4].mode = "nearest";
   specs[4].coord = "asymmetric";
   specs[4].nearest = "round_prefer_ceil";
   specs[5].mode = "nearest";
   specs[5].coord = "half_pixel";
   specs[5].nearest = "floor";
-  specs[6].shared = true;
+  specs[6].mode = "nearest";
+  specs[6].coord = "asymmetric";
+  specs[6].nearest = "ceil";
   for (const ResizeSpec& r : specs) {
     ir::Graph g = resize_conv_graph(r);
     fuse_resize_into_conv(g);

@@ -246,6 +246,21 @@ ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> mod
       throw Error("ConvInput: " + std::to_string(modes.size()) + " upsampling modes for " +
                   std::to_string(parts_.size()) + " parts" + (k ? "" : ", no resize kernels"));
     modes_ = std::move(modes);
+    width_.resize(parts_.size());
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      if (modes_[p] != Upsample::linear_align_corners && modes_[p] != Upsample::linear_asymmetric)
+        continue;
+      const int64_t len = parts_[p]->dim(parts_[p]->rank() - 1);
+      if (len >= (int64_t{1} << 30)) throw Error("ConvInput: a row of " + std::to_string(len));
+      WidthTable& t = width_[p];
+      for (int64_t o = 0; o < 2 * len; ++o) {
+        const UpsampleTaps u = upsample_taps(modes_[p], o, len);
+        t.x0.push_back(static_cast<int32_t>(u.i0));
+        t.x1.push_back(static_cast<int32_t>(u.i1));
+        t.w0.push_back(static_cast<float>(u.w0));
+        t.w1.push_back(static_cast<float>(u.w1));
+      }
+    }
   }
   const Tensor& x = *parts_[0];
   axes_ = std::clamp<int64_t>(x.rank() - 2, 0, 3);
@@ -281,8 +296,8 @@ const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t 
   const uint8_t* base = static_cast<const uint8_t*>(t.raw()) + (n * t.dim(1) + c - first_[p]) *
                                                                    low[0] * low[1] * low[2] *
                                                                    static_cast<int64_t>(es);
-  const bool linear = modes_[p] == Upsample::linear;
-  // An upsampled axis's taps for output o (Upsample's rule); a padded axis reads its one index.
+  const Upsample mode = modes_[p];
+  // An upsampled axis's taps for output o (upsample_taps); a padded axis reads its one index.
   struct Taps {
     int64_t i[2];
     float w[2];
@@ -290,11 +305,13 @@ const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t 
   };
   auto taps = [&](int axis, int64_t o) {
     if (axis < 3 - axes_) return Taps{{0, 0}, {1.0f, 0.0f}, 1};
-    const int64_t i = o / 2, len = low[axis];
-    if (!linear) return Taps{{i, i}, {1.0f, 0.0f}, 1};
-    if (o % 2 == 0) return Taps{{std::max<int64_t>(i - 1, 0), i}, {0.25f, 0.75f}, 2};
-    return Taps{{i, std::min(i + 1, len - 1)}, {0.75f, 0.25f}, 2};
+    const UpsampleTaps u = upsample_taps(mode, o, low[axis]);
+    return Taps{
+        {u.i0, u.i1}, {static_cast<float>(u.w0), static_cast<float>(u.w1)}, u.w1 == 0 ? 1 : 2};
   };
+  // Rows blended into fp32 before the width's tables interpolate them.
+  const WidthTable* table = width_.empty() || width_[p].x0.empty() ? nullptr : &width_[p];
+  std::vector<float> blended(table ? static_cast<size_t>(low[2]) : 0);
   const Taps tz = taps(0, iz);
   const int64_t row_bytes = dims3_[2] * static_cast<int64_t>(es);
   for (int64_t iy = iy0; iy < iy1; ++iy) {
@@ -308,7 +325,11 @@ const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t 
         w[nrows++] = tz.w[a] * ty.w[b];
       }
     uint8_t* dst = buf + iy * row_bytes;
-    if (linear) {
+    if (table) {
+      resize_->blend_rows(rows, w, nrows, blended.data(), low[2]);
+      resize_->lerp(blended.data(), table->x0.data(), table->x1.data(), table->w0.data(),
+                    table->w1.data(), dst, 2 * low[2], false);
+    } else if (mode == Upsample::linear) {
       resize_->blend_lerp_x2(rows, w, nrows, dst, low[2], false);
     } else if (es == 4) {
       const float* r = static_cast<const float*>(rows[0]);

@@ -91,6 +91,13 @@ class ConvInput {
   int64_t axes_ = 0;              // spatial axes of X (the last axes_ of the three)
   std::vector<Upsample> modes_;   // per part, or empty where none is upsampled
   const ResizeKernels* resize_ = nullptr;
+  // Per part interpolated along the width by tables (the linear modes but half-pixel's, whose
+  // row kernel has its weights built in): each output column's two input columns and weights.
+  struct WidthTable {
+    std::vector<int32_t> x0, x1;
+    std::vector<float> w0, w1;
+  };
+  std::vector<WidthTable> width_;
 };
 
 /// A convolution's residual: Y's shape, or Y's M channels from channel `from` of a tensor with

@@ -274,37 +274,48 @@ std::vector<Upsample> upsample_modes(const ir::Attributes& a, int64_t parts) {
     throw Error(a.where + ": x_upsample has " + std::to_string(v.size()) + " values for " +
                 std::to_string(parts) + " parts of X");
   for (size_t p = 0; p < v.size(); ++p) {
-    if (v[p] < 0 || v[p] > static_cast<int64_t>(Upsample::linear))
+    if (v[p] < 0 || v[p] > static_cast<int64_t>(Upsample::linear_asymmetric))
       throw Error(a.where + ": x_upsample value " + std::to_string(v[p]) +
-                  " is not 0 (none), 1 (nearest) or 2 (linear)");
+                  " is not 0 (none), 1 (nearest), 2 (linear), 3 (linear, corners aligned) or 4 "
+                  "(linear, asymmetric)");
     modes[p] = static_cast<Upsample>(v[p]);
   }
   return modes;
+}
+
+UpsampleTaps upsample_taps(Upsample mode, int64_t o, int64_t len) {
+  const int64_t i = o / 2;
+  double x = 0;  // the input coordinate of output o
+  switch (mode) {
+    case Upsample::none:
+    case Upsample::nearest: return {i, i, 1.0, 0.0};
+    case Upsample::linear:
+      if (o % 2 == 0) return {std::max<int64_t>(i - 1, 0), i, 0.25, 0.75};
+      return {i, std::min(i + 1, len - 1), 0.75, 0.25};
+    case Upsample::linear_align_corners:
+      x = len > 1 ? static_cast<double>(o) * static_cast<double>(len - 1) /
+                        static_cast<double>(2 * len - 1)
+                  : 0.0;
+      break;
+    case Upsample::linear_asymmetric: x = static_cast<double>(o) / 2; break;
+  }
+  const double f = std::floor(x), frac = x - f;
+  const int64_t i0 = std::clamp<int64_t>(static_cast<int64_t>(f), 0, len - 1);
+  return {i0, std::min(i0 + 1, len - 1), 1.0 - frac, frac};
 }
 
 Tensor upsample2(const Tensor& t, Upsample mode) {
   const int64_t rank = t.rank();
   if (rank < 3 || rank > 5) throw Error("upsample2: shape " + shape_str(t.shape()));
   // Per spatial axis, each output index's two taps (index, weight).
-  struct Tap {
-    int64_t i0, i1;
-    double w0, w1;
-  };
+  using Tap = UpsampleTaps;
   std::vector<std::vector<Tap>> taps;
   Shape out = t.shape();
   for (int64_t d = 2; d < rank; ++d) {
     const int64_t len = t.dim(d);
     out[static_cast<size_t>(d)] = 2 * len;
     std::vector<Tap> axis;
-    for (int64_t o = 0; o < 2 * len; ++o) {
-      const int64_t i = o / 2;
-      if (mode == Upsample::nearest)
-        axis.push_back({i, i, 1.0, 0.0});
-      else if (o % 2 == 0)
-        axis.push_back({std::max<int64_t>(i - 1, 0), i, 0.25, 0.75});
-      else
-        axis.push_back({i, std::min(i + 1, len - 1), 0.75, 0.25});
-    }
+    for (int64_t o = 0; o < 2 * len; ++o) axis.push_back(upsample_taps(mode, o, len));
     taps.push_back(std::move(axis));
   }
   Tensor y = Tensor::empty(t.dtype(), out);

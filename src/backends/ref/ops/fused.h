@@ -47,13 +47,31 @@ inline constexpr const char* kFusedResidualFrom = "residual_from";
 /// FusedConv's int-list attribute: how each part of X is upsampled (Upsample's values).
 inline constexpr const char* kFusedXUpsample = "x_upsample";
 
-/// A part of X upsampled by 2 along every spatial axis, as ONNX Resize computes it:
+/// A part of X upsampled by 2 along every spatial axis, as ONNX Resize computes it, the axes one
+/// after another (upsample_taps):
 /// - nearest: output i reads input i / 2 (nearest with asymmetric coordinates and floor, or with
 ///   half-pixel coordinates and either rounding: torch's `nearest` at any opset);
 /// - linear: half-pixel centres, output 2i reads (i - 1, 1/4) and (i, 3/4), output 2i + 1 reads
 ///   (i, 3/4) and (i + 1, 1/4), indices clamped to the axis (torch's trilinear and bilinear with
-///   align_corners=False), the axes one after another.
-enum class Upsample : int64_t { none = 0, nearest = 1, linear = 2 };
+///   align_corners=False);
+/// - linear_align_corners: output o at input o (L - 1) / (2L - 1), interpolated between its two
+///   neighbours (torch's with align_corners=True);
+/// - linear_asymmetric: output o at input o / 2 (Upsample's and Resize-10's linear mode).
+enum class Upsample : int64_t {
+  none = 0,
+  nearest = 1,
+  linear = 2,
+  linear_align_corners = 3,
+  linear_asymmetric = 4
+};
+
+/// Output o's two taps along an axis of `len` inputs upsampled by 2 in `mode` (not none): input
+/// i0 with weight w0 and i1 with w1, indices within [0, len), w0 + w1 = 1 (nearest: w1 = 0).
+struct UpsampleTaps {
+  int64_t i0, i1;
+  double w0, w1;
+};
+UpsampleTaps upsample_taps(Upsample mode, int64_t o, int64_t len);
 
 /// The modes of x_upsample, one per part of X (all none where the attribute is absent); throws
 /// naming the node where its length or a value does not fit.
