@@ -298,9 +298,10 @@ ir::Graph resize_conv_graph(const ResizeSpec& r) {
   return g;
 }
 
-// Upsampling by 2 that the convolutions can make (nearest that reads i / 2, linear with half-pixel
-// centres) goes into the convolution, with or without a Concat between, in 2D and 3D; outputs
-// equal the unfused graph's (whose Resize is the reference backend's own) at batch 2.
+// Upsampling by 2 that the convolutions can make (nearest that reads i / 2, linear with
+// half-pixel, corner-aligned or asymmetric coordinates, Upsample-9's nearest and linear) goes into
+// the convolution, with or without a Concat between, in 2D and 3D; outputs equal the unfused
+// graph's (whose Resize is the reference backend's own) at batch 2.
 TEST(FuseResizeIntoConv, ConvReadsTheUpsampledPart) {
   std::vector<ResizeSpec> specs;
   for (int rank : {4, 5})
