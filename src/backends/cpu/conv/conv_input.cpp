@@ -93,9 +93,12 @@ const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t 
     return Taps{
         {u.i0, u.i1}, {static_cast<float>(u.w0), static_cast<float>(u.w1)}, u.w1 == 0 ? 1 : 2};
   };
-  // Rows blended into fp32 before the width's tables interpolate them.
+  // Rows blended into fp32 before the width's tables interpolate them: a row of the calling
+  // thread's, kept between calls (a call per channel and depth plane).
   const WidthTable* table = width_.empty() || width_[p].x0.empty() ? nullptr : &width_[p];
-  std::vector<float> blended(table ? static_cast<size_t>(low[2]) : 0);
+  thread_local std::vector<float> blended;
+  if (table && blended.size() < static_cast<size_t>(low[2]))
+    blended.resize(static_cast<size_t>(low[2]));
   const Taps tz = taps(0, iz);
   const int64_t row_bytes = dims3_[2] * static_cast<int64_t>(es);
   for (int64_t iy = iy0; iy < iy1; ++iy) {
