@@ -4,7 +4,8 @@
 Each pattern is a tiny piece of a UNet or its head (two to four channels, a few voxels a side,
 dynamic batch): BatchNorm after Conv, Conv + residual + activation in both orders, normalization
 + activation, GroupNorm written as torch exports it, Softmax between Transposes, Concat into Conv,
-Resize or Upsample (the fp32 island an fp16 conversion leaves between Casts), deep supervision's
+Resize or Upsample (the fp32 island an fp16 conversion leaves between Casts), a Resize given
+sizes computed from shapes, deep supervision's
 several outputs, a classification head, MONAI's strided residual units (two convolutions of one
 input; BatchNorm and InstanceNorm). Each is written at several opsets from 7 to 21, in
 float32, float16 and float16 with float32 inputs and outputs (tools/fp16_convert.py, as
@@ -166,6 +167,28 @@ def resize_island(opset):
     return g.model([io("x", 1, [4, 4, 4])], [io("y", 3, [4, 4, 4])], "resize_island")
 
 
+def resize_sizes(opset):
+    """F.interpolate(d, size=a.shape[2:]) as torch exports it: the Resize's sizes from Shape,
+    Slice and Concat (nearest at opsets 11 and 17, trilinear at 13 and 21), Concat, Conv."""
+    g = Graph(opset)
+    a = g.op("Relu", [g.conv("x", 1, 3)])
+    d = g.op("Relu", [g.conv(g.op("MaxPool", [a], kernel_shape=[2, 2, 2], strides=[2, 2, 2]),
+                             3, 4)])
+    nc = g.op("Slice", [g.op("Shape", [d]), g.ints([0]), g.ints([2])])
+    dhw = g.op("Slice", [g.op("Shape", [a]), g.ints([2]), g.ints([5])])
+    sizes = g.op("Concat", [nc, dhw], axis=0)
+    nearest = opset in (11, 17)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+             "nearest_mode": "floor"} if nearest else {
+        "mode": "linear", "coordinate_transformation_mode": "half_pixel"}
+    inputs = [d, g.const([]), g.const([]), sizes] if opset < 13 else [d, "", "", sizes]
+    u = g.op("Resize", inputs, **attrs)
+    g.nodes.append(helper.make_node("Conv", [g.op("Concat", [a, u], axis=1),
+                                             g.weights(2, 7, 3, 3, 3)], ["y"],
+                                    kernel_shape=[3, 3, 3], pads=[1] * 6))
+    return g.model([io("x", 1, [4, 6, 8])], [io("y", 2, [4, 6, 8])], "resize_sizes")
+
+
 def pool_softmax_2d(opset):
     """A 2D piece: Pad of zeros before AveragePool, Clip, a channel Softmax written the opset-11
     way (Transpose, Softmax on the last axis, Transpose back)."""
@@ -267,6 +290,7 @@ PATTERNS = {
     "monai_residual": (monai_residual, [9, 13, 17, 21]),
     "group_norm": (group_norm, [7, 13, 17, 21]),
     "resize_island": (resize_island, [7, 9, 10, 11, 13, 17, 21]),
+    "resize_sizes": (resize_sizes, [11, 13, 17, 21]),
     "pool_softmax_2d": (pool_softmax_2d, [7, 11, 13, 17, 21]),
     "deep_supervision": (deep_supervision, [7, 11, 13, 17, 21]),
     "classifier_head": (classifier_head, [7, 11, 13, 17, 21]),

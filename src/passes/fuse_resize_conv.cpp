@@ -65,8 +65,8 @@ Upsample upsample_of(const ir::Graph& g, const ir::Node& n) {
 // x_upsample: its drivers make the upsampled rows where they copy X's rows into their padded
 // planes, so the upsampled tensor, 4 (2D) or 8 (3D) times the Resize's input, is never written, nor
 // read back. A UNet decoder that upsamples with nn.Upsample(scale_factor=2) or
-// F.interpolate(scale_factor=2) has one such Resize a level. Not taken: Resizes given output sizes
-// (F.interpolate(size=...) exports them computed from shapes at run time).
+// F.interpolate(scale_factor=2) has one such Resize a level; so has one with F.interpolate(size=
+// skip.shape[2:]) where the model's spatial dims are known (resize-sizes-as-scales gave it scales).
 void fuse_resize_into_conv(ir::Graph& g) {
   const auto consumers = g.consumers();
   const auto producers = g.producers();

@@ -7,6 +7,7 @@ namespace voxrt {
 const std::vector<Pass>& portable_passes() {
   static const std::vector<Pass> passes = {
       {"fold-constants", fold_constants},
+      {"resize-sizes-as-scales", resize_sizes_as_scales},
       {"remove-identity", remove_identity},
       {"cancel-cast-pairs", cancel_cast_pairs},
       {"fuse-cast-islands", fuse_cast_islands},

@@ -22,6 +22,7 @@ const std::vector<Pass>& portable_passes();
 void run_passes(ir::Graph& g, const std::string& stop_after);
 
 void fold_constants(ir::Graph& g);
+void resize_sizes_as_scales(ir::Graph& g);
 void remove_identity(ir::Graph& g);
 void fold_batchnorm_into_conv(ir::Graph& g);
 void prelu_as_leaky_relu(ir::Graph& g);

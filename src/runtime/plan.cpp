@@ -82,16 +82,11 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
   // A constant a lowered op packed keeps its shape but no bytes (release_packed_constants in
   // compile.cpp): not a value to compute with, so a node reading one is never folded here, even
   // where its other inputs fold from a small integer input's values; its kernel runs it.
-  auto value_of = [&](int v) -> const Tensor* {
-    if (const Tensor* c = g.constant(v)) return c->raw() || c->numel() == 0 ? c : nullptr;
-    auto it = p.folded.find(v);
-    return it == p.folded.end() ? nullptr : &it->second;
-  };
+  auto value_of = [&](int v) { return known_value(g, p.folded, v); };
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const ir::Node& n = g.nodes[k];
     const Op& op = *m.ops[k];
     std::vector<ValueMeta> in(n.inputs.size());
-    bool all_values = true;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       int v = n.inputs[i];
       if (v < 0) continue;
@@ -100,7 +95,6 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
                     "' is unknown");
       in[i] = ValueMeta{true, *g.values[static_cast<size_t>(v)].dtype,
                         p.shapes[static_cast<size_t>(v)], value_of(v)};
-      all_values = all_values && in[i].value;
     }
     std::vector<Shape> out = op.infer_shapes(in);
     if (out.size() < n.outputs.size())
@@ -117,32 +111,16 @@ Plan make_plan(const CompiledModel& m, const std::vector<Shape>& input_shapes,
       p.shapes[static_cast<size_t>(n.outputs[o])] = out[o];
       p.known[static_cast<size_t>(n.outputs[o])] = 1;
     }
-    bool shape_only = n.op_type == "Shape" || n.op_type == "Size";
-    bool small = true;
-    for (const Shape& s : out) small = small && shape_numel(s) <= kMaxFoldedElements;
-    bool is_output = std::any_of(n.outputs.begin(), n.outputs.end(), [&](int o) {
+    const bool is_output = std::any_of(n.outputs.begin(), n.outputs.end(), [&](int o) {
       return std::count(g.outputs.begin(), g.outputs.end(), o) > 0;
     });
-    if ((shape_only || all_values) && small && !is_output) {
-      // Depends on shapes only: compute now, once per signature. Shape and Size read no data, so
-      // a stand-in tensor of the right shape serves as their input.
-      std::vector<Tensor> stand_in(n.inputs.size());
-      std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (!in[i].present) continue;
-        if (in[i].value) {
-          ins[i] = in[i].value;
-        } else {
-          stand_in[i] = Tensor::view(in[i].dtype, in[i].shape, reinterpret_cast<void*>(16));
-          ins[i] = &stand_in[i];
-        }
+    // Depends on shapes only: computed now, once per signature.
+    if (!is_output) {
+      if (auto res = fold_shape_only(op, n, in, out, types, kMaxFoldedElements)) {
+        for (size_t o = 0; o < n.outputs.size(); ++o)
+          if (n.outputs[o] >= 0) p.folded[n.outputs[o]] = std::move((*res)[o]);
+        continue;
       }
-      std::vector<Tensor> res;
-      for (size_t o = 0; o < out.size(); ++o) res.push_back(Tensor::empty(types[o], out[o]));
-      op.compute(ins, res);
-      for (size_t o = 0; o < n.outputs.size(); ++o)
-        if (n.outputs[o] >= 0) p.folded[n.outputs[o]] = std::move(res[o]);
-      continue;
     }
     int step = static_cast<int>(p.steps.size());
     p.steps.push_back(static_cast<int>(k));

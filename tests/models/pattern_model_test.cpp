@@ -40,7 +40,7 @@ std::vector<std::string> patterns() {
   return out;
 }
 
-// The generator writes seven patterns at four to seven opsets each; a build that wrote none
+// The generator writes ten patterns at four to seven opsets each; a build that wrote none
 // would otherwise pass by running no case.
 TEST(PatternModels, AllWereWritten) {
   EXPECT_GE(patterns().size(), 35u) << "in " << voxrt::test::pattern_dir();

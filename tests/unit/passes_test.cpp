@@ -405,6 +405,119 @@ TEST(FuseResizeIntoConv, FixtureUnetResizesVanish) {
   }
 }
 
+// F.interpolate(d, size=a.shape[2:]) as torch.onnx.export writes it: x (N, 2, D, H, W) -> Conv ->
+// "a" -> MaxPool 2 -> Conv -> "d" -> Resize(d, sizes = Concat(Shape(d)[0:2], Shape(a)[2:5])) ->
+// Concat(a, up) -> Conv -> y; `dims` the input's spatial dims (known values, or symbols);
+// `fixed` (when given) the sizes' spatial part as a constant instead of Shape(a)[2:5].
+ir::Graph resize_sizes_graph(const std::vector<ModelBuilder::DimSpec>& dims,
+                             const std::string& mode, int opset,
+                             const std::vector<int64_t>& fixed = {}) {
+  ModelBuilder b(opset);
+  std::vector<ModelBuilder::DimSpec> in = {std::string("N"), int64_t{2}};
+  in.insert(in.end(), dims.begin(), dims.end());
+  b.input("x", onnx::TensorProto::FLOAT, in);
+  b.initializer("w1", {3, 2, 3, 3, 3}, pattern(3 * 2 * 27, 1));
+  auto& c1 = b.node("Conv", {"x", "w1"}, {"a"});
+  ModelBuilder::attr_ints(c1, "pads", {1, 1, 1, 1, 1, 1});
+  auto& pool = b.node("MaxPool", {"a"}, {"p"});
+  ModelBuilder::attr_ints(pool, "kernel_shape", {2, 2, 2});
+  ModelBuilder::attr_ints(pool, "strides", {2, 2, 2});
+  b.initializer("w2", {4, 3, 3, 3, 3}, pattern(4 * 3 * 27, 2));
+  auto& c2 = b.node("Conv", {"p", "w2"}, {"d"});
+  ModelBuilder::attr_ints(c2, "pads", {1, 1, 1, 1, 1, 1});
+  b.node("Shape", {"d"}, {"sd"});
+  b.node("Shape", {"a"}, {"sa"});
+  b.initializer_i64("i0", {1}, {0});
+  b.initializer_i64("i2", {1}, {2});
+  b.initializer_i64("i5", {1}, {5});
+  b.node("Slice", {"sd", "i0", "i2"}, {"nc"});
+  if (fixed.empty())
+    b.node("Slice", {"sa", "i2", "i5"}, {"dhw"});
+  else
+    b.initializer_i64("dhw", {static_cast<int64_t>(fixed.size())}, fixed);
+  auto& cat = b.node("Concat", {"nc", "dhw"}, {"sizes"});
+  ModelBuilder::attr_int(cat, "axis", 0);
+  std::vector<std::string> resize_in = {"d", "", "", "sizes"};
+  if (opset < 13) {
+    b.initializer("roi", {0}, {});
+    b.initializer("no_scales", {0}, {});
+    resize_in = {"d", "roi", "no_scales", "sizes"};
+  }
+  auto& up = b.node("Resize", resize_in, {"u"});
+  ModelBuilder::attr_string(up, "mode", mode);
+  ModelBuilder::attr_string(up, "coordinate_transformation_mode",
+                            mode == "nearest" ? "asymmetric" : "half_pixel");
+  ModelBuilder::attr_string(up, "nearest_mode", "floor");
+  auto& join = b.node("Concat", {"a", "u"}, {"j"});
+  ModelBuilder::attr_int(join, "axis", 1);
+  b.initializer("w3", {2, 7, 3, 3, 3}, pattern(2 * 7 * 27, 3));
+  auto& c3 = b.node("Conv", {"j", "w3"}, {"y"});
+  ModelBuilder::attr_ints(c3, "pads", {1, 1, 1, 1, 1, 1});
+  b.output("y", onnx::TensorProto::FLOAT);
+  ir::Graph g = import(b.bytes());
+  fold_constants(g);  // the pass before
+  return g;
+}
+
+// With the spatial dims known and even, the sizes are twice the input's whatever the batch: the
+// Resize takes scales (1, 1, 2, 2, 2), and after the passes the convolution reads it
+// (fuse-resize-into-conv); the rewritten graph matches at batch 1 and 2.
+TEST(ResizeSizesAsScales, WholeMultiplesBecomeScales) {
+  for (const char* mode : {"nearest", "linear"})
+    for (int opset : {11, 13, 17, 21}) {
+      const std::string what = std::string(mode) + " opset " + std::to_string(opset);
+      ir::Graph before = resize_sizes_graph({int64_t{4}, int64_t{6}, int64_t{8}}, mode, opset);
+      ir::Graph after = before;
+      resize_sizes_as_scales(after);
+      int resizes = 0;
+      for (const ir::Node& n : after.nodes) {
+        if (n.op_type != "Resize") continue;
+        ++resizes;
+        EXPECT_EQ(n.num_inputs(), 3) << what;
+        const Tensor* scales = n.has_input(2) ? after.constant(n.inputs[2]) : nullptr;
+        ASSERT_NE(scales, nullptr) << what;
+        EXPECT_EQ(ref::to_f64(*scales), (std::vector<double>{1, 1, 2, 2, 2})) << what;
+      }
+      EXPECT_EQ(resizes, 1) << what;
+      EXPECT_EQ(count_ops(after, "Shape"), 0) << what << ": the sizes' chain is dead";
+      for (int64_t batch : {1, 2})
+        expect_same_outputs(before, after, {random_input({batch, 2, 4, 6, 8}, 20)}, 1e-6, what);
+      ir::Graph all = before;
+      run_passes(all, "");
+      EXPECT_EQ(count_ops(all, "Resize"), 0) << what;
+      expect_same_outputs(before, all, {random_input({2, 2, 4, 6, 8}, 21)}, 1e-5, what + " all");
+    }
+}
+
+// Sizes that are no whole multiple (an odd skip: 5 -> 2 -> 5) or depend on a dim the model leaves
+// unknown stay sizes, and the graph computes as before.
+TEST(ResizeSizesAsScales, SizesThatDependOnTheInputStay) {
+  struct Case {
+    std::vector<ModelBuilder::DimSpec> dims;
+    Shape input;
+  };
+  for (const Case& c :
+       {Case{{int64_t{5}, int64_t{6}, int64_t{8}}, {1, 2, 5, 6, 8}},
+        Case{{std::string("D"), std::string("H"), std::string("W")}, {2, 2, 4, 6, 8}},
+        Case{{std::string("D"), int64_t{6}, int64_t{8}}, {1, 2, 7, 6, 8}}}) {
+    ir::Graph before = resize_sizes_graph(c.dims, "nearest", 17);
+    ir::Graph after = before;
+    resize_sizes_as_scales(after);
+    const std::string what = shape_str(c.input);
+    for (const ir::Node& n : after.nodes)
+      if (n.op_type == "Resize") EXPECT_EQ(n.num_inputs(), 4) << what << ": sizes kept";
+    expect_same_outputs(before, after, {random_input(c.input, 22)}, 1e-6, what);
+  }
+  // Sizes (N, C, 1010, 6, 8) of an input whose depth is unknown: twice the Resize's input depth
+  // in the first probe (N bound to 1009, D to 1011, pooled to 505), not in the second (N 1301, D
+  // 1303), so no scale holds for every depth.
+  ir::Graph g =
+      resize_sizes_graph({std::string("D"), int64_t{6}, int64_t{8}}, "nearest", 17, {1010, 6, 8});
+  resize_sizes_as_scales(g);
+  for (const ir::Node& n : g.nodes)
+    if (n.op_type == "Resize") EXPECT_EQ(n.num_inputs(), 4) << "sizes a multiple in one probe";
+}
+
 // torch's GroupNorm export (Reshape, InstanceNormalization, Reshape, Mul, Add) in the
 // SegResNet-like fixture becomes GroupNormalization nodes; plain InstanceNorms stay.
 TEST(FuseGroupNorm, FixtureGroupNormsBecomeOneNode) {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,22 @@ class Op {
   /// Throws unless a value the op needs before running (shape, axes, sizes...) is known.
   const Tensor& need_value(const ValueMeta& m, const std::string& role) const;
 };
+
+/// Computes the outputs of node `n` (run by `op`, its inputs `in`, outputs of `shapes` and
+/// `types`) where they depend on shapes only: `n` is a Shape or Size node (whose inputs' data it
+/// never reads), or every present input's value is known; and each output holds at most
+/// `max_elements`. Returns the outputs, or nothing where they do not fold. What a plan computes
+/// once per input signature (runtime/plan.cpp), and the shape probes of the passes.
+std::optional<std::vector<Tensor>> fold_shape_only(const Op& op, const ir::Node& n,
+                                                   const std::vector<ValueMeta>& in,
+                                                   const std::vector<Shape>& shapes,
+                                                   const std::vector<DType>& types,
+                                                   int64_t max_elements);
+
+/// Value v's bytes where known before running: a constant's (one whose bytes a lowered op packed
+/// and released has none: release_packed_constants in runtime/compile.cpp), or one folded into
+/// `folded` (fold_shape_only); nullptr otherwise.
+const Tensor* known_value(const ir::Graph& g, const std::map<int, Tensor>& folded, int v);
 
 /// Values an op factory sees: the node, and the constant values of its inputs (nullptr if not
 /// constant at load).

@@ -12,6 +12,41 @@ int64_t Op::macs(const std::vector<ValueMeta>&, const std::vector<Shape>&) const
 
 void Op::fail(const std::string& what) const { throw Error(where + ": " + what); }
 
+const Tensor* known_value(const ir::Graph& g, const std::map<int, Tensor>& folded, int v) {
+  if (const Tensor* c = g.constant(v)) return c->raw() || c->numel() == 0 ? c : nullptr;
+  auto it = folded.find(v);
+  return it == folded.end() ? nullptr : &it->second;
+}
+
+std::optional<std::vector<Tensor>> fold_shape_only(const Op& op, const ir::Node& n,
+                                                   const std::vector<ValueMeta>& in,
+                                                   const std::vector<Shape>& shapes,
+                                                   const std::vector<DType>& types,
+                                                   int64_t max_elements) {
+  bool all_values = true;
+  for (const ValueMeta& m : in) all_values = all_values && (!m.present || m.value);
+  const bool shape_only = n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size");
+  if (!shape_only && !all_values) return std::nullopt;
+  for (const Shape& s : shapes)
+    if (shape_numel(s) > max_elements) return std::nullopt;
+  // Shape and Size read no data: a stand-in tensor of the right shape serves as their input.
+  std::vector<Tensor> stand_in(in.size());
+  std::vector<const Tensor*> ins(in.size(), nullptr);
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].present) continue;
+    if (in[i].value) {
+      ins[i] = in[i].value;
+    } else {
+      stand_in[i] = Tensor::view(in[i].dtype, in[i].shape, reinterpret_cast<void*>(16));
+      ins[i] = &stand_in[i];
+    }
+  }
+  std::vector<Tensor> res;
+  for (size_t o = 0; o < shapes.size(); ++o) res.push_back(Tensor::empty(types[o], shapes[o]));
+  op.compute(ins, res);
+  return res;
+}
+
 void Op::require_dtype(DType t, std::initializer_list<DType> allowed,
                        const std::string& role) const {
   if (std::find(allowed.begin(), allowed.end(), t) != allowed.end()) return;
