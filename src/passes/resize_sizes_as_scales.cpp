@@ -2,98 +2,25 @@
 // Shape, Gather, Slice, Concat and Cast into Resize's sizes) whose sizes are a whole multiple of
 // the input along every axis whatever the graph inputs' unknown dims: such a Resize gets those
 // multiples as constant scales, so the passes after it (fuse-resize-into-conv) see an upsampling
-// by 2 where there is one.
+// by 2 where there is one, and the Resize kernel a fixed factor.
 #include <algorithm>
-#include <map>
-#include <memory>
 #include <optional>
 
-#include "backends/ref/op.h"
-#include "backends/ref/tensor_math.h"
 #include "passes/passes.h"
+#include "passes/shape_probe.h"
 
 namespace voxrt {
 
 namespace {
 
-// A Resize's sizes are folded from at most this many elements (a rank's worth, in practice).
-constexpr int64_t kMaxProbeFoldedElements = 64;
-
-// Every value's shape with the graph inputs' unknown dims bound to probe values (one per symbol,
-// `base` + 2 k for the k-th; a dim with neither value nor symbol its own), and the values of the
-// small shape-only chains folded from them (fold_shape_only, as runtime/plan.cpp folds them for
-// real shapes).
-// Nodes whose shapes cannot be inferred leave their outputs unknown.
-struct Probe {
-  std::vector<std::optional<Shape>> shapes;
-  std::map<int, Tensor> folded;
-};
-
-Probe probe(const ir::Graph& g, const std::vector<std::unique_ptr<Op>>& ops, int64_t base) {
-  Probe p;
-  p.shapes.resize(g.values.size());
-  std::map<std::string, int64_t> symbols;
-  int64_t next = base;
-  for (int v : g.inputs) {
-    const ir::Value& val = g.values[static_cast<size_t>(v)];
-    if (!val.dims) continue;
-    Shape s;
-    for (const ir::Dim& d : *val.dims) {
-      if (d.known()) {
-        s.push_back(d.value);
-      } else if (d.symbol.empty()) {
-        s.push_back(next);
-        next += 2;
-      } else {
-        auto [it, fresh] = symbols.emplace(d.symbol, next);
-        if (fresh) next += 2;
-        s.push_back(it->second);
-      }
-    }
-    p.shapes[static_cast<size_t>(v)] = s;
-  }
-  for (const auto& [v, t] : g.constants) p.shapes[static_cast<size_t>(v)] = t.shape();
-  auto value_of = [&](int v) { return known_value(g, p.folded, v); };
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const ir::Node& n = g.nodes[k];
-    if (!ops[k]) continue;
-    std::vector<ValueMeta> in(n.inputs.size());
-    bool known = true;
-    for (size_t i = 0; i < n.inputs.size() && known; ++i) {
-      const int v = n.inputs[i];
-      if (v < 0) continue;
-      const auto& s = p.shapes[static_cast<size_t>(v)];
-      const auto& dtype = g.values[static_cast<size_t>(v)].dtype;
-      known = s.has_value() && dtype.has_value();
-      if (known) in[i] = ValueMeta{true, *dtype, *s, value_of(v)};
-    }
-    if (!known) continue;
-    try {
-      const std::vector<Shape> out = ops[k]->infer_shapes(in);
-      const std::vector<DType> types = ops[k]->infer_types(in);
-      if (out.size() < n.outputs.size() || types.size() < out.size()) continue;
-      for (size_t o = 0; o < n.outputs.size(); ++o)
-        if (n.outputs[o] >= 0) p.shapes[static_cast<size_t>(n.outputs[o])] = out[o];
-      if (auto res = fold_shape_only(*ops[k], n, in, out, types, kMaxProbeFoldedElements))
-        for (size_t o = 0; o < n.outputs.size(); ++o)
-          if (n.outputs[o] >= 0) p.folded[n.outputs[o]] = std::move((*res)[o]);
-    } catch (const std::exception&) {
-      // Not inferable with these shapes: its outputs stay unknown.
-    }
-  }
-  return p;
-}
-
 // The whole multiples sizes / X's shape of Resize `n` under probe `p`, or nullopt.
-std::optional<std::vector<int64_t>> multiples(const ir::Node& n, const Probe& p) {
+std::optional<std::vector<int64_t>> multiples(const ir::Node& n, const ShapeProbe& p) {
   const auto& x = p.shapes[static_cast<size_t>(n.inputs[0])];
-  const auto it = p.folded.find(n.inputs[3]);
-  if (!x || it == p.folded.end() || it->second.dtype() != DType::i64 ||
-      it->second.numel() != static_cast<int64_t>(x->size()))
-    return std::nullopt;
+  const auto sizes = p.int_values(n.inputs[3]);
+  if (!x || !sizes || sizes->size() != x->size()) return std::nullopt;
   std::vector<int64_t> r;
   for (size_t i = 0; i < x->size(); ++i) {
-    const int64_t in = (*x)[i], out = static_cast<int64_t>(ref::load(it->second, i));
+    const int64_t in = (*x)[i], out = (*sizes)[i];
     if (in <= 0 || out <= 0 || out % in != 0) return std::nullopt;
     r.push_back(out / in);
   }
@@ -120,15 +47,7 @@ void resize_sizes_as_scales(ir::Graph& g) {
       candidates.push_back(k);
   }
   if (candidates.empty()) return;
-  std::vector<std::unique_ptr<Op>> ops(g.nodes.size());
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    try {
-      ops[k] = OpRegistry::instance().create(g.nodes[k], g);
-    } catch (const std::exception&) {
-      // A node the reference cannot build: its outputs stay unknown.
-    }
-  }
-  const Probe a = probe(g, ops, 1009), b = probe(g, ops, 1301);
+  const auto [a, b] = probe_shapes(g);
   bool changed = false;
   for (size_t k : candidates) {
     ir::Node& n = g.nodes[k];

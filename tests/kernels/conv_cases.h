@@ -182,11 +182,14 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
       const Upsample up =
           p < c.x_upsample.size() ? static_cast<Upsample>(c.x_upsample[p]) : Upsample::none;
       if (up != Upsample::none) {
-        // Stored at half size; X (which the reference reads) holds it upsampled.
+        // Stored at half size, or resized to X's size (`_sized`) from about 3/5 of it; X (which
+        // the reference reads) holds it upsampled.
         Shape low = ps;
-        for (size_t d = 2; d < low.size(); ++d) low[d] /= 2;
+        for (size_t d = 2; d < low.size(); ++d)
+          low[d] = sized(up) ? (3 * low[d] + 4) / 5 : low[d] / 2;
         part = random_tensor(t, low, rng, -1, 1);
-        const Tensor read = upsample2(part, up);
+        const Tensor read =
+            sized(up) ? resize_to(part, up, Shape(ps.begin() + 2, ps.end())) : upsample2(part, up);
         for (int64_t b = 0; b < c.x[0]; ++b)
           for (int64_t i = 0; i < ps[1] * plane; ++i)
             ref::store(out.x, (b * c.x[1] + c0) * plane + i,
@@ -342,8 +345,10 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
   // Linearly upsampled parts are sums the kernel makes in fp32 and the reference in double: an
   // element one fp32 ulp apart can round to the neighbouring bf16 value (2^-8 off), so the
   // bf16-rounded reference holds them to 1e-3 (rel_l2 6.9e-5 seen).
-  const bool interpolated =
-      std::count(c.x_upsample.begin(), c.x_upsample.end(), static_cast<int64_t>(Upsample::linear));
+  const bool interpolated = std::any_of(c.x_upsample.begin(), c.x_upsample.end(), [](int64_t u) {
+    const Upsample m = static_cast<Upsample>(u);
+    return m == Upsample::linear || (sized(m) && interpolation(m) != Upsample::nearest);
+  });
   EXPECT_LT(rel_l2(got[0], want_rounded[0]), interpolated ? 1e-3 : tol)
       << what << " against bf16-rounded X and W";
 }

@@ -96,7 +96,8 @@ TEST_P(ConvLoweringTest, FusedHeadMatchesReference) {
 // asymmetric through the width's tables, also on an axis of one input), one and two threads (bands
 // of rows, each band's rows made on the thread that copies them), width stride 2 (phases of
 // upsampled rows), a tap pair's channel (bf16 products from one input channel), and the paths that
-// read X joined: 1x1 tiles and the packed path (width stride 9).
+// read X joined: 1x1 tiles and the packed path (width stride 9); and parts resized to the others'
+// size (below).
 TEST_P(ConvLoweringTest, UpsampledPartsMatchReference) {
   ThreadPool pool(2);
   std::mt19937 rng(37);
@@ -121,6 +122,18 @@ TEST_P(ConvLoweringTest, UpsampledPartsMatchReference) {
   add({1, 1, 8, 10, 98}, {8, 1, 3, 3, 3}, {1}, {2}).ints("pads", pads3);  // one channel: tap pairs
   add({1, 6, 6, 8, 10}, {5, 6, 1, 1, 1}, {3, 3}, {1, 2});                 // 1x1
   add({1, 4, 4, 6, 130}, {6, 4, 3, 3, 3}, {2, 2}, {0, 2}).ints("strides", {1, 1, 9});  // packed
+  // Resized to the plain part's size from about 3/5 of it (a Resize given sizes, `_sized`): every
+  // interpolation through the tables, a part beside each, 3D and 2D, a ratio of one on an axis of
+  // two, the bands of two threads, width stride 2, and the joined paths.
+  add({1, 7, 10, 14, 18}, {6, 7, 3, 3, 3}, {4, 3}, {6, 0}).ints("pads", pads3).activation = "Relu";
+  add({2, 5, 2, 10, 21}, {4, 5, 3, 3, 3}, {2, 3}, {0, 5}).ints("pads", pads3);
+  add({1, 6, 8, 11, 26}, {4, 6, 3, 3, 3}, {3, 2, 1}, {7, 8, 0}).ints("pads", pads3);
+  add({1, 6, 34, 51}, {5, 6, 3, 3}, {1, 5}, {0, 6}).ints("pads", {1, 1, 1, 1});
+  add({1, 4, 12, 18, 20}, {8, 4, 3, 3, 3}, {2, 2}, {0, 5})
+      .ints("pads", pads3)
+      .ints("strides", {2, 2, 2});
+  add({1, 6, 6, 8, 10}, {5, 6, 1, 1, 1}, {3, 3}, {0, 6});                              // 1x1
+  add({1, 4, 4, 6, 130}, {6, 4, 3, 3, 3}, {2, 2}, {7, 0}).ints("strides", {1, 1, 9});  // packed
   int k = 0;
   for (const ConvCase& c : cases)
     for (DType t : {DType::f32, DType::f16})

@@ -408,10 +408,12 @@ TEST(FuseResizeIntoConv, FixtureUnetResizesVanish) {
 // F.interpolate(d, size=a.shape[2:]) as torch.onnx.export writes it: x (N, 2, D, H, W) -> Conv ->
 // "a" -> MaxPool 2 -> Conv -> "d" -> Resize(d, sizes = Concat(Shape(d)[0:2], Shape(a)[2:5])) ->
 // Concat(a, up) -> Conv -> y; `dims` the input's spatial dims (known values, or symbols);
-// `fixed` (when given) the sizes' spatial part as a constant instead of Shape(a)[2:5].
+// `fixed` (when given) the sizes' spatial part as a constant instead of Shape(a)[2:5]; `coord`
+// the coordinates (torch's by default: asymmetric for nearest, half-pixel for linear).
 ir::Graph resize_sizes_graph(const std::vector<ModelBuilder::DimSpec>& dims,
                              const std::string& mode, int opset,
-                             const std::vector<int64_t>& fixed = {}) {
+                             const std::vector<int64_t>& fixed = {},
+                             const std::string& coord = "") {
   ModelBuilder b(opset);
   std::vector<ModelBuilder::DimSpec> in = {std::string("N"), int64_t{2}};
   in.insert(in.end(), dims.begin(), dims.end());
@@ -446,7 +448,9 @@ ir::Graph resize_sizes_graph(const std::vector<ModelBuilder::DimSpec>& dims,
   auto& up = b.node("Resize", resize_in, {"u"});
   ModelBuilder::attr_string(up, "mode", mode);
   ModelBuilder::attr_string(up, "coordinate_transformation_mode",
-                            mode == "nearest" ? "asymmetric" : "half_pixel");
+                            !coord.empty()      ? coord
+                            : mode == "nearest" ? "asymmetric"
+                                                : "half_pixel");
   ModelBuilder::attr_string(up, "nearest_mode", "floor");
   auto& join = b.node("Concat", {"a", "u"}, {"j"});
   ModelBuilder::attr_int(join, "axis", 1);
@@ -516,6 +520,51 @@ TEST(ResizeSizesAsScales, SizesThatDependOnTheInputStay) {
   resize_sizes_as_scales(g);
   for (const ir::Node& n : g.nodes)
     if (n.op_type == "Resize") EXPECT_EQ(n.num_inputs(), 4) << "sizes a multiple in one probe";
+}
+
+// With the spatial dims unknown, the sizes stay sizes (resize-sizes-as-scales), and the Resize,
+// whose sizes the probes show to be the skip's, goes into the convolution as a part resized to
+// the skip's size (`_sized`): twice its input at even sizes, other ratios at odd ones. Against the
+// unfused graph on the reference Resize, every mode torch exports, at opsets 11 to 21, batch 1
+// and 2, odd and even sizes (the lowered graph's direct path and its tables included).
+TEST(FuseResizeIntoConv, SizedResizesFollowTheSkip) {
+  struct Mode {
+    const char* mode;
+    const char* coord;
+  };
+  for (const Mode& m : {Mode{"nearest", "asymmetric"}, Mode{"linear", "half_pixel"},
+                        Mode{"linear", "align_corners"}, Mode{"linear", "asymmetric"}})
+    for (int opset : {11, 13, 17, 21}) {
+      const std::string what =
+          std::string(m.mode) + " " + m.coord + " opset " + std::to_string(opset);
+      ir::Graph before = resize_sizes_graph({std::string("D"), std::string("H"), std::string("W")},
+                                            m.mode, opset, {}, m.coord);
+      ir::Graph after = before;
+      run_passes(after, "");
+      EXPECT_EQ(count_ops(after, "Resize"), 0) << what;
+      std::vector<int64_t> modes;
+      for (const ir::Node& n : after.nodes)
+        if (n.attrs.has(kFusedXUpsample)) modes = n.attrs.get_ints(kFusedXUpsample);
+      ASSERT_EQ(modes.size(), 2u) << what;
+      EXPECT_EQ(modes[0], 0) << what;
+      EXPECT_TRUE(sized(static_cast<Upsample>(modes[1]))) << what << ": " << modes[1];
+      for (const Shape& x : {Shape{2, 2, 4, 6, 8}, Shape{1, 2, 5, 7, 9}, Shape{2, 2, 3, 2, 6}})
+        expect_same_outputs(before, after, {random_input(x, 23)}, 1e-5,
+                            what + " at " + shape_str(x));
+    }
+}
+
+// Left as Resizes: nearest with half-pixel coordinates (which reads another input than
+// floor(o L / S) at some ratios), and sizes that are not the skip's.
+TEST(FuseResizeIntoConv, OtherSizedResizesStay) {
+  ir::Graph half = resize_sizes_graph({std::string("D"), std::string("H"), std::string("W")},
+                                      "nearest", 17, {}, "half_pixel");
+  run_passes(half, "");
+  EXPECT_EQ(count_ops(half, "Resize"), 1);
+  ir::Graph fixed =
+      resize_sizes_graph({std::string("D"), int64_t{6}, int64_t{8}}, "nearest", 17, {1010, 6, 8});
+  run_passes(fixed, "");
+  EXPECT_EQ(count_ops(fixed, "Resize"), 1);
 }
 
 // torch's GroupNorm export (Reshape, InstanceNormalization, Reshape, Mul, Add) in the

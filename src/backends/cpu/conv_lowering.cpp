@@ -105,11 +105,19 @@ class GemmConvOp : public CpuOp {
     if (x.rank() != static_cast<int64_t>(kernel_.size()) + 2)
       fail("input X has shape " + shape_str(x.shape()) + ", expected rank " +
            std::to_string(kernel_.size() + 2));
-    // X's spatial shape as the convolution reads it: part 0's, doubled where it is upsampled.
+    // X's spatial shape as the convolution reads it: part 0's, doubled where it is upsampled,
+    // or where it is resized to the size of the parts read as stored, theirs.
     std::vector<int64_t> x_spatial = spatial(x.shape());
     const bool up = !upsampled_.modes.empty();
-    if (up && upsampled_.modes[0] != Upsample::none)
+    if (up && sized(upsampled_.modes[0])) {
+      for (int64_t p = 1; p < parts_; ++p)
+        if (upsampled_.modes[static_cast<size_t>(p)] == Upsample::none) {
+          x_spatial = spatial(in[static_cast<size_t>(3 + p)]->shape());
+          break;
+        }
+    } else if (up && upsampled_.modes[0] != Upsample::none) {
       for (int64_t& d : x_spatial) d *= 2;
+    }
     ref::Geometry g = ref::resolve_window(where, attrs_, x_spatial, kernel_);
     // An output of a Split read in place: the residual's M channels from residual_from on.
     const ConvResidual residual =

@@ -25,32 +25,50 @@ ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> mod
     : parts_(std::move(parts)), resize_(k) {
   first_.push_back(0);
   for (const Tensor* t : parts_) first_.push_back(first_.back() + t->dim(1));
-  if (std::any_of(modes.begin(), modes.end(), [](Upsample u) { return u != Upsample::none; })) {
-    if (modes.size() != parts_.size() || !k)
-      throw Error("ConvInput: " + std::to_string(modes.size()) + " upsampling modes for " +
-                  std::to_string(parts_.size()) + " parts" + (k ? "" : ", no resize kernels"));
-    modes_ = std::move(modes);
-    width_.resize(parts_.size());
-    for (size_t p = 0; p < parts_.size(); ++p) {
-      if (modes_[p] != Upsample::linear_align_corners && modes_[p] != Upsample::linear_asymmetric)
-        continue;
-      const int64_t len = parts_[p]->dim(parts_[p]->rank() - 1);
-      if (len >= (int64_t{1} << 30)) throw Error("ConvInput: a row of " + std::to_string(len));
-      WidthTable& t = width_[p];
-      for (int64_t o = 0; o < 2 * len; ++o) {
-        const UpsampleTaps u = upsample_taps(modes_[p], o, len);
-        t.x0.push_back(static_cast<int32_t>(u.i0));
-        t.x1.push_back(static_cast<int32_t>(u.i1));
-        t.w0.push_back(static_cast<float>(u.w0));
-        t.w1.push_back(static_cast<float>(u.w1));
-      }
-    }
-  }
   const Tensor& x = *parts_[0];
   axes_ = std::clamp<int64_t>(x.rank() - 2, 0, 3);
+  const bool any =
+      std::any_of(modes.begin(), modes.end(), [](Upsample u) { return u != Upsample::none; });
+  // X's spatial axes as read: a part's read as stored, else part 0's doubled.
+  const auto stored = std::find(modes.begin(), modes.end(), Upsample::none);
+  const Tensor& as_read = !any ? x
+                          : stored != modes.end()
+                              ? *parts_[static_cast<size_t>(stored - modes.begin())]
+                              : x;
   for (int64_t a = 0; a < axes_; ++a)
-    dims3_[3 - axes_ + a] = x.dim(2 + a) * (upsampled() && modes_[0] != Upsample::none ? 2 : 1);
+    dims3_[3 - axes_ + a] = as_read.dim(2 + a) * (any && stored == modes.end() ? 2 : 1);
   plane_bytes_ = static_cast<int64_t>(dtype_size(x.dtype())) * dims3_[0] * dims3_[1] * dims3_[2];
+  if (!any) return;
+  if (modes.size() != parts_.size() || !k)
+    throw Error("ConvInput: " + std::to_string(modes.size()) + " upsampling modes for " +
+                std::to_string(parts_.size()) + " parts" + (k ? "" : ", no resize kernels"));
+  modes_ = std::move(modes);
+  width_.resize(parts_.size());
+  for (size_t p = 0; p < parts_.size(); ++p) {
+    const Upsample u = modes_[p];
+    if (u == Upsample::none) continue;
+    const int64_t len = parts_[p]->dim(parts_[p]->rank() - 1), out_len = dims3_[2];
+    if (len >= (int64_t{1} << 30)) throw Error("ConvInput: a row of " + std::to_string(len));
+    for (int64_t a = 0; a < axes_; ++a)
+      if (parts_[p]->dim(2 + a) == 0 && dims3_[3 - axes_ + a] > 0)
+        throw Error("ConvInput: part " + std::to_string(p) + " of shape " +
+                    shape_str(parts_[p]->shape()) + " has no values to resize");
+    if (!sized(u) && out_len != 2 * len)
+      throw Error("ConvInput: part " + std::to_string(p) + " of width " + std::to_string(len) +
+                  " upsampled by 2 for X of width " + std::to_string(out_len));
+    // The half-pixel and nearest rows doubled have kernels of their own; other rows go through
+    // each output column's two input columns and weights.
+    const Upsample m = interpolation(u);
+    if ((m == Upsample::linear || m == Upsample::nearest) && out_len == 2 * len) continue;
+    WidthTable& t = width_[p];
+    for (int64_t o = 0; o < out_len; ++o) {
+      const UpsampleTaps tap = resize_taps(u, o, len, out_len);
+      t.x0.push_back(static_cast<int32_t>(tap.i0));
+      t.x1.push_back(static_cast<int32_t>(tap.i1));
+      t.w0.push_back(static_cast<float>(tap.w0));
+      t.w1.push_back(static_cast<float>(tap.w1));
+    }
+  }
 }
 
 size_t ConvInput::part_of(int64_t c) const {
@@ -89,7 +107,7 @@ const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t 
   };
   auto taps = [&](int axis, int64_t o) {
     if (axis < 3 - axes_) return Taps{{0, 0}, {1.0f, 0.0f}, 1};
-    const UpsampleTaps u = upsample_taps(mode, o, low[axis]);
+    const UpsampleTaps u = resize_taps(mode, o, low[axis], dims3_[axis]);
     return Taps{
         {u.i0, u.i1}, {static_cast<float>(u.w0), static_cast<float>(u.w1)}, u.w1 == 0 ? 1 : 2};
   };
@@ -115,8 +133,8 @@ const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t 
     if (table) {
       resize_->blend_rows(rows, w, nrows, blended.data(), low[2]);
       resize_->lerp(blended.data(), table->x0.data(), table->x1.data(), table->w0.data(),
-                    table->w1.data(), dst, 2 * low[2], false);
-    } else if (mode == Upsample::linear) {
+                    table->w1.data(), dst, dims3_[2], false);
+    } else if (interpolation(mode) == Upsample::linear) {
       resize_->blend_lerp_x2(rows, w, nrows, dst, low[2], false);
     } else if (es == 4) {
       const float* r = static_cast<const float*>(rows[0]);

@@ -83,12 +83,15 @@ class FusedConvOp : public Op {
     // Parts read upsampled (x_upsample): upsampled first, as the Resize before them had it.
     std::vector<const Tensor*> parts(in.begin(), in.end());
     std::vector<Tensor> upsampled(static_cast<size_t>(parts_));
-    for (int64_t p = 0; p < parts_; ++p)
-      if (upsample_[static_cast<size_t>(p)] != Upsample::none) {
-        upsampled[static_cast<size_t>(p)] =
-            upsample2(*in[part_input(p)], upsample_[static_cast<size_t>(p)]);
-        parts[part_input(p)] = &upsampled[static_cast<size_t>(p)];
-      }
+    for (int64_t p = 0; p < parts_; ++p) {
+      const Upsample u = upsample_[static_cast<size_t>(p)];
+      if (u == Upsample::none) continue;
+      const Tensor& part = *in[part_input(p)];
+      upsampled[static_cast<size_t>(p)] =
+          sized(u) ? resize_to(part, u, stored_spatial(in[part_input(stored_part())]->shape()))
+                   : upsample2(part, u);
+      parts[part_input(p)] = &upsampled[static_cast<size_t>(p)];
+    }
     cin[0] = parts[0];
     if (parts_ > 1) {
       joined = join_parts(parts);
@@ -178,17 +181,40 @@ class FusedConvOp : public Op {
 
   size_t head_input() const { return static_cast<size_t>(3 + parts_); }
 
-  // Part p of X as the convolution reads it: its spatial axes doubled where it is upsampled.
+  // Part p of X as the convolution reads it: its spatial axes doubled where it is upsampled, or
+  // those of the parts read as stored where it is resized to them.
   ValueMeta read_as(const std::vector<ValueMeta>& in, int64_t p) const {
     ValueMeta m = in[part_input(p)];
-    if (upsample_[static_cast<size_t>(p)] == Upsample::none) return m;
+    const Upsample u = upsample_[static_cast<size_t>(p)];
+    if (u == Upsample::none) return m;
     if (m.shape.size() < 3 || m.shape.size() > 5)
       fail("part " + std::to_string(p) + " of X, upsampled, has shape " + shape_str(m.shape) +
            ": rank 3 to 5 expected");
     m.value = nullptr;
+    if (sized(u)) {
+      const Shape& to = in[part_input(stored_part())].shape;
+      if (to.size() != m.shape.size())
+        fail("part " + std::to_string(p) + " of X has shape " + shape_str(m.shape) +
+             ", not of the rank of " + shape_str(to));
+      for (size_t d = 2; d < to.size(); ++d)
+        if (m.shape[d] == 0 && to[d] > 0)
+          fail("part " + std::to_string(p) + " of X, of shape " + shape_str(m.shape) +
+               ", has no values to resize to " + shape_str(to));
+      std::copy(to.begin() + 2, to.end(), m.shape.begin() + 2);
+      return m;
+    }
     for (size_t d = 2; d < m.shape.size(); ++d) m.shape[d] *= 2;
     return m;
   }
+
+  // The first part of X read as stored (the op's factory checks there is one where a part is
+  // resized to it), and a shape's spatial axes.
+  int64_t stored_part() const {
+    int64_t p = 0;
+    while (p + 1 < parts_ && upsample_[static_cast<size_t>(p)] != Upsample::none) ++p;
+    return p;
+  }
+  static Shape stored_spatial(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
 
   // y = head(x): Mh x M weights and bias at each position, then softmax over Y's channels.
   void apply_head(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) const {
@@ -274,48 +300,54 @@ std::vector<Upsample> upsample_modes(const ir::Attributes& a, int64_t parts) {
     throw Error(a.where + ": x_upsample has " + std::to_string(v.size()) + " values for " +
                 std::to_string(parts) + " parts of X");
   for (size_t p = 0; p < v.size(); ++p) {
-    if (v[p] < 0 || v[p] > static_cast<int64_t>(Upsample::linear_asymmetric))
+    if (v[p] < 0 || v[p] > static_cast<int64_t>(Upsample::linear_asymmetric_sized))
       throw Error(a.where + ": x_upsample value " + std::to_string(v[p]) +
-                  " is not 0 (none), 1 (nearest), 2 (linear), 3 (linear, corners aligned) or 4 "
-                  "(linear, asymmetric)");
+                  " is not 0 (none), 1 (nearest), 2 (linear), 3 (linear, corners aligned), 4 "
+                  "(linear, asymmetric) or 5-8 (the same to the stored parts' size)");
     modes[p] = static_cast<Upsample>(v[p]);
   }
   return modes;
 }
 
-UpsampleTaps upsample_taps(Upsample mode, int64_t o, int64_t len) {
-  const int64_t i = o / 2;
+UpsampleTaps resize_taps(Upsample mode, int64_t o, int64_t len, int64_t out_len) {
+  const double l = static_cast<double>(len), s = static_cast<double>(out_len);
   double x = 0;  // the input coordinate of output o
-  switch (mode) {
-    case Upsample::none:
-    case Upsample::nearest: return {i, i, 1.0, 0.0};
-    case Upsample::linear:
-      if (o % 2 == 0) return {std::max<int64_t>(i - 1, 0), i, 0.25, 0.75};
-      return {i, std::min(i + 1, len - 1), 0.75, 0.25};
+  switch (interpolation(mode)) {
+    case Upsample::linear: x = (static_cast<double>(o) + 0.5) * l / s - 0.5; break;
     case Upsample::linear_align_corners:
-      x = len > 1 ? static_cast<double>(o) * static_cast<double>(len - 1) /
-                        static_cast<double>(2 * len - 1)
-                  : 0.0;
+      x = out_len > 1 ? static_cast<double>(o) * (l - 1) / (s - 1) : 0.0;
       break;
-    case Upsample::linear_asymmetric: x = static_cast<double>(o) / 2; break;
+    case Upsample::linear_asymmetric: x = static_cast<double>(o) * l / s; break;
+    default: {  // nearest: floor(o L / S), in integers
+      const int64_t i = std::min(o * len / std::max<int64_t>(out_len, 1), len - 1);
+      return {i, i, 1.0, 0.0};
+    }
   }
   const double f = std::floor(x), frac = x - f;
-  const int64_t i0 = std::clamp<int64_t>(static_cast<int64_t>(f), 0, len - 1);
-  return {i0, std::min(i0 + 1, len - 1), 1.0 - frac, frac};
+  const int64_t i = static_cast<int64_t>(f);
+  return {std::clamp<int64_t>(i, 0, len - 1), std::clamp<int64_t>(i + 1, 0, len - 1), 1.0 - frac,
+          frac};
 }
 
 Tensor upsample2(const Tensor& t, Upsample mode) {
+  Shape spatial(t.shape().begin() + std::min<int64_t>(2, t.rank()), t.shape().end());
+  for (int64_t& d : spatial) d *= 2;
+  return resize_to(t, mode, spatial);
+}
+
+Tensor resize_to(const Tensor& t, Upsample mode, const Shape& spatial) {
   const int64_t rank = t.rank();
-  if (rank < 3 || rank > 5) throw Error("upsample2: shape " + shape_str(t.shape()));
+  if (rank < 3 || rank > 5 || static_cast<int64_t>(spatial.size()) != rank - 2)
+    throw Error("resize_to: shape " + shape_str(t.shape()) + " to " + shape_str(spatial));
   // Per spatial axis, each output index's two taps (index, weight).
   using Tap = UpsampleTaps;
   std::vector<std::vector<Tap>> taps;
   Shape out = t.shape();
   for (int64_t d = 2; d < rank; ++d) {
-    const int64_t len = t.dim(d);
-    out[static_cast<size_t>(d)] = 2 * len;
+    const int64_t len = t.dim(d), out_len = spatial[static_cast<size_t>(d - 2)];
+    out[static_cast<size_t>(d)] = out_len;
     std::vector<Tap> axis;
-    for (int64_t o = 0; o < 2 * len; ++o) axis.push_back(upsample_taps(mode, o, len));
+    for (int64_t o = 0; o < out_len; ++o) axis.push_back(resize_taps(mode, o, len, out_len));
     taps.push_back(std::move(axis));
   }
   Tensor y = Tensor::empty(t.dtype(), out);
@@ -326,7 +358,7 @@ Tensor upsample2(const Tensor& t, Upsample mode) {
   for (int64_t d = 2; d < rank; ++d) {
     const size_t a = static_cast<size_t>(d + 3 - rank);
     in3[a] = t.dim(d);
-    out3[a] = 2 * t.dim(d);
+    out3[a] = out[static_cast<size_t>(d)];
     ax[a] = &taps[static_cast<size_t>(d - 2)];
   }
   const int64_t planes = t.dim(0) * t.dim(1), in_vol = in3[0] * in3[1] * in3[2];
@@ -429,6 +461,10 @@ void register_fused_ops(OpRegistry& r) {
                                        [](Upsample u) { return u != Upsample::none; });
     if (upsampled && (c.node.op_type != "FusedConv" || x_from >= 0))
       c.fail("x_upsample needs a FusedConv whose X is not a window (x_from)");
+    if (std::any_of(upsample.begin(), upsample.end(), [](Upsample u) { return sized(u); }) &&
+        std::none_of(upsample.begin(), upsample.end(),
+                     [](Upsample u) { return u == Upsample::none; }))
+      c.fail("x_upsample resizes a part to the size of X's parts read as stored, and none is");
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
                                          residual, after, parts, f32_out, head, head_softmax,
                                          c.node.attrs.get_int("group", 1), x_from, residual_from,

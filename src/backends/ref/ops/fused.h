@@ -21,9 +21,10 @@
 // copied out. voxrt.FusedConvTranspose: y = activation(conv_transpose(x)), inputs X, W, B; x_parts
 // as FusedConv's (the residual slot between B and the other parts left empty).
 // With the int-list attribute `x_upsample` (FusedConv only; one value per part of X, no x_from),
-// a part with a nonzero value is read upsampled by 2 along each of its spatial axes: a Resize
-// fused into the convolution after it (passes/fuse_resize_conv.cpp), whose output is never stored
-// (Upsample below).
+// a part with a nonzero value is read upsampled by 2 along each of its spatial axes, or with a
+// `_sized` value resized to the spatial size of the parts read as stored: a Resize fused into the
+// convolution after it (passes/fuse_resize_conv.cpp), whose output is never stored (Upsample
+// below).
 #pragma once
 
 #include "ir/graph.h"
@@ -57,28 +58,51 @@ inline constexpr const char* kFusedXUpsample = "x_upsample";
 /// - linear_align_corners: output o at input o (L - 1) / (2L - 1), interpolated between its two
 ///   neighbours (torch's with align_corners=True);
 /// - linear_asymmetric: output o at input o / 2 (Upsample's and Resize-10's linear mode).
+/// The `_sized` modes interpolate the same way to the spatial size of X's parts read as stored
+/// (a part whose mode is none), whatever it is: a Resize given sizes from the skip's shape
+/// (F.interpolate(size=skip.shape[2:]) with spatial dims the model leaves unknown), where nearest
+/// reads input floor(o L / S) along an axis of L inputs and S outputs (asymmetric coordinates,
+/// floor), linear has half-pixel coordinates (o + 1/2) L / S - 1/2, corner-aligned o (L - 1) /
+/// (S - 1) or asymmetric o L / S, its two neighbours' indices clamped to the axis.
 enum class Upsample : int64_t {
   none = 0,
   nearest = 1,
   linear = 2,
   linear_align_corners = 3,
-  linear_asymmetric = 4
+  linear_asymmetric = 4,
+  nearest_sized = 5,
+  linear_sized = 6,
+  linear_align_corners_sized = 7,
+  linear_asymmetric_sized = 8
 };
+/// Whether `u` resizes to the size of the parts read as stored rather than by 2.
+inline bool sized(Upsample u) {
+  return u >= Upsample::nearest_sized;
+}
+/// The interpolation of `u`: its by-2 mode.
+inline Upsample interpolation(Upsample u) {
+  return sized(u) ? static_cast<Upsample>(static_cast<int64_t>(u) - 4) : u;
+}
 
-/// Output o's two taps along an axis of `len` inputs upsampled by 2 in `mode` (not none): input
-/// i0 with weight w0 and i1 with w1, indices within [0, len), w0 + w1 = 1 (nearest: w1 = 0).
+/// Output o's two taps along an axis of `len` inputs resized to `out_len` in `mode` (not none;
+/// upsample_taps: to 2 len): input i0 with weight w0 and i1 with w1, indices within [0, len),
+/// w0 + w1 = 1 (nearest: w1 = 0).
 struct UpsampleTaps {
   int64_t i0, i1;
   double w0, w1;
 };
-UpsampleTaps upsample_taps(Upsample mode, int64_t o, int64_t len);
+UpsampleTaps resize_taps(Upsample mode, int64_t o, int64_t len, int64_t out_len);
+inline UpsampleTaps upsample_taps(Upsample mode, int64_t o, int64_t len) {
+  return resize_taps(mode, o, len, 2 * len);
+}
 
 /// The modes of x_upsample, one per part of X (all none where the attribute is absent); throws
 /// naming the node where its length or a value does not fit.
 std::vector<Upsample> upsample_modes(const ir::Attributes& a, int64_t parts);
 
-/// t (rank 3 to 5) upsampled by 2 along its spatial axes in `mode`, computed in double and
-/// stored in t's dtype: the reference for x_upsample.
+/// t (rank 3 to 5) resized along its spatial axes to `spatial` (their sizes) in `mode`, computed
+/// in double and stored in t's dtype: the reference for x_upsample; upsample2 doubles them.
+Tensor resize_to(const Tensor& t, Upsample mode, const Shape& spatial);
 Tensor upsample2(const Tensor& t, Upsample mode);
 
 /// Where a FusedConv's head weights are among its inputs (the bias follows): after X's parts.
