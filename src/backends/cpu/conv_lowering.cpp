@@ -105,19 +105,13 @@ class GemmConvOp : public CpuOp {
     if (x.rank() != static_cast<int64_t>(kernel_.size()) + 2)
       fail("input X has shape " + shape_str(x.shape()) + ", expected rank " +
            std::to_string(kernel_.size() + 2));
-    // X's spatial shape as the convolution reads it: part 0's, doubled where it is upsampled,
-    // or where it is resized to the size of the parts read as stored, theirs.
-    std::vector<int64_t> x_spatial = spatial(x.shape());
+    // X's parts (a fused Concat): input 0, then the inputs after the residual slot; its spatial
+    // shape as the convolution reads them (upsampled or resized parts included).
+    std::vector<const Tensor*> parts = {&x};
+    parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
     const bool up = !upsampled_.modes.empty();
-    if (up && sized(upsampled_.modes[0])) {
-      for (int64_t p = 1; p < parts_; ++p)
-        if (upsampled_.modes[static_cast<size_t>(p)] == Upsample::none) {
-          x_spatial = spatial(in[static_cast<size_t>(3 + p)]->shape());
-          break;
-        }
-    } else if (up && upsampled_.modes[0] != Upsample::none) {
-      for (int64_t& d : x_spatial) d *= 2;
-    }
+    const std::vector<int64_t> x_spatial =
+        up ? ConvInput::spatial_as_read(parts, upsampled_.modes) : spatial(x.shape());
     ref::Geometry g = ref::resolve_window(where, attrs_, x_spatial, kernel_);
     // An output of a Split read in place: the residual's M channels from residual_from on.
     const ConvResidual residual =
@@ -134,9 +128,6 @@ class GemmConvOp : public CpuOp {
       conv_->run(ctx, conv_window(g), x, residual, out[0]);
       return;
     }
-    // X's parts (a fused Concat): input 0, then the inputs after the residual slot.
-    std::vector<const Tensor*> parts = {&x};
-    parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
     conv_->run(ctx, conv_window(g),
                ConvInput(std::move(parts), upsampled_.modes, upsampled_.kernels), residual, out[0]);
   }

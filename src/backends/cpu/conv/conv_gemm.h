@@ -59,6 +59,10 @@ class ConvInput {
   /// Part p read upsampled in modes[p] (none: as stored), its rows made by `k`, the resize
   /// kernels of the parts' dtype.
   ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> modes, const ResizeKernels* k);
+  /// X's spatial dims as the convolution reads these parts in these modes (none where empty):
+  /// those of the first part read as stored, else part 0's doubled (every part upsampled by 2).
+  static std::vector<int64_t> spatial_as_read(const std::vector<const Tensor*>& parts,
+                                              const std::vector<Upsample>& modes);
   int64_t batch() const { return parts_[0]->dim(0); }
   int64_t channels() const { return first_.back(); }
   /// One tensor, whole, read as stored: part(0) is X.

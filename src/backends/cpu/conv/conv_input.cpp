@@ -29,19 +29,14 @@ ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> mod
   axes_ = std::clamp<int64_t>(x.rank() - 2, 0, 3);
   const bool any =
       std::any_of(modes.begin(), modes.end(), [](Upsample u) { return u != Upsample::none; });
-  // X's spatial axes as read: a part's read as stored, else part 0's doubled.
-  const auto stored = std::find(modes.begin(), modes.end(), Upsample::none);
-  const Tensor& as_read = !any ? x
-                          : stored != modes.end()
-                              ? *parts_[static_cast<size_t>(stored - modes.begin())]
-                              : x;
-  for (int64_t a = 0; a < axes_; ++a)
-    dims3_[3 - axes_ + a] = as_read.dim(2 + a) * (any && stored == modes.end() ? 2 : 1);
-  plane_bytes_ = static_cast<int64_t>(dtype_size(x.dtype())) * dims3_[0] * dims3_[1] * dims3_[2];
-  if (!any) return;
-  if (modes.size() != parts_.size() || !k)
+  if (any && (modes.size() != parts_.size() || !k))
     throw Error("ConvInput: " + std::to_string(modes.size()) + " upsampling modes for " +
                 std::to_string(parts_.size()) + " parts" + (k ? "" : ", no resize kernels"));
+  if (!any) modes.clear();
+  const std::vector<int64_t> as_read = spatial_as_read(parts_, modes);
+  for (int64_t a = 0; a < axes_; ++a) dims3_[3 - axes_ + a] = as_read[static_cast<size_t>(a)];
+  plane_bytes_ = static_cast<int64_t>(dtype_size(x.dtype())) * dims3_[0] * dims3_[1] * dims3_[2];
+  if (!any) return;
   modes_ = std::move(modes);
   width_.resize(parts_.size());
   for (size_t p = 0; p < parts_.size(); ++p) {
@@ -69,6 +64,19 @@ ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> mod
       t.w1.push_back(static_cast<float>(tap.w1));
     }
   }
+}
+
+std::vector<int64_t> ConvInput::spatial_as_read(const std::vector<const Tensor*>& parts,
+                                                const std::vector<Upsample>& modes) {
+  const auto stored = std::find(modes.begin(), modes.end(), Upsample::none);
+  // Modes empty (none upsampled) or a part read as stored: that part's (part 0 where empty).
+  const Tensor& t =
+      *parts[stored == modes.end() && !modes.empty() ? 0
+                                                     : static_cast<size_t>(stored - modes.begin())];
+  const bool doubled = !modes.empty() && stored == modes.end();
+  std::vector<int64_t> out;
+  for (int64_t d = 2; d < t.rank(); ++d) out.push_back(t.dim(d) * (doubled ? 2 : 1));
+  return out;
 }
 
 size_t ConvInput::part_of(int64_t c) const {
