@@ -21,6 +21,7 @@ const std::vector<Pass>& portable_passes() {
       {"fuse-conv-head", fuse_conv_head},
       {"fuse-sibling-convs", fuse_sibling_convs},
       {"fuse-resize-into-conv", fuse_resize_into_conv},
+      {"fuse-conv-transpose-into-conv", fuse_conv_transpose_into_conv},
       {"read-split-in-place", read_split_in_place},
       {"fuse-output-cast", fuse_output_cast},
   };

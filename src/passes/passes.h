@@ -36,6 +36,7 @@ void fuse_concat_into_conv(ir::Graph& g);
 void fuse_conv_head(ir::Graph& g);
 void fuse_sibling_convs(ir::Graph& g);
 void fuse_resize_into_conv(ir::Graph& g);
+void fuse_conv_transpose_into_conv(ir::Graph& g);
 void read_split_in_place(ir::Graph& g);
 void fuse_output_cast(ir::Graph& g);
 

@@ -57,7 +57,8 @@ bool reads_window(const ir::Graph& g, const ir::Node& c, int v, int64_t channels
     any = true;
     if (i == 0) {
       if (c.attrs.get_int("x_parts", 1) != 1 || c.attrs.has(kFusedXFrom) ||
-          c.attrs.has(kFusedXUpsample) || w->dim(1) * c.attrs.get_int("group", 1) != channels)
+          c.attrs.has(kFusedXUpsample) || c.attrs.has(kFusedXTransposed) ||
+          w->dim(1) * c.attrs.get_int("group", 1) != channels)
         return false;
     } else if (i == 3 && fused) {
       if (c.attrs.has(kFusedResidualFrom) || w->dim(0) != channels) return false;

@@ -39,6 +39,10 @@ struct ConvCase : test::AttrSetters<ConvCase> {
   // FusedConv with x_parts only: each part's Upsample mode (0 none, 1 nearest, 2 linear); an
   // upsampled part is stored at half X's spatial size (x's spatial axes even) and read doubled.
   std::vector<int64_t> x_upsample;
+  // FusedConv with x_parts only: the part that is the output of a ConvTranspose of kernel and
+  // stride 2 (x_transposed) from `transposed_in` channels at half X's spatial size; -1: none.
+  int64_t x_transposed = -1, transposed_in = 5;
+  bool transposed_bias = true;
   int64_t head = 0;              // FusedConv only: a 1x1 head of this many channels (0: none)
   bool head_bias = true;
   bool head_softmax = false;
@@ -52,6 +56,9 @@ struct ConvCase : test::AttrSetters<ConvCase> {
                     (residual ? " residual" : "") + (activation.empty() ? "" : " " + activation);
     if (!x_parts.empty()) t += " x_parts" + shape_str(x_parts);
     if (!x_upsample.empty()) t += " x_upsample" + shape_str(x_upsample);
+    if (x_transposed >= 0)
+      t += " x_transposed=" + std::to_string(x_transposed) + " from " +
+           std::to_string(transposed_in) + (transposed_bias ? " with bias" : "");
     if (head > 0)
       t += " head " + std::to_string(head) + (head_bias ? " with bias" : "") +
            (head_softmax ? " softmax" : "");
@@ -84,7 +91,7 @@ inline Tensor random_tensor(DType t, const Shape& shape, std::mt19937& rng, doub
 // A one-node graph with W and B as constants, the reference op for it, and its output shape.
 struct Built {
   ir::Graph graph;
-  Tensor x, w, b, residual, head_w, head_b;
+  Tensor x, w, b, residual, head_w, head_b, up_w, up_b;
   std::vector<Tensor> parts;  // X cut along channels as the case's x_parts say
   Tensor x_wide, residual_wide;  // X and the residual inside tensors of more channels
   Shape y;
@@ -181,7 +188,33 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
       Tensor part = Tensor::empty(t, ps);
       const Upsample up =
           p < c.x_upsample.size() ? static_cast<Upsample>(c.x_upsample[p]) : Upsample::none;
-      if (up != Upsample::none) {
+      if (static_cast<int64_t>(p) == c.x_transposed) {
+        // Stored at half size with transposed_in channels; X (which the reference reads) holds
+        // the reference ConvTranspose of it.
+        Shape low = ps;
+        low[1] = c.transposed_in;
+        for (size_t d = 2; d < low.size(); ++d) low[d] = ps[d] / 2;
+        part = random_tensor(t, low, rng, -1, 1);
+        Shape uw(ps.size(), 2);
+        uw[0] = c.transposed_in;
+        uw[1] = ps[1];
+        out.up_w = random_tensor(t, uw, rng, -0.5, 0.5);
+        out.up_b = random_tensor(t, {ps[1]}, rng, -0.5, 0.5);
+        ir::Node ct;
+        ct.op_type = "ConvTranspose";
+        ct.opset = 17;
+        ct.inputs = {value("ct_x"), value("ct_w"), value("ct_b")};
+        ct.outputs = {value("ct_y")};
+        ct.attrs.items["strides"].kind = ir::Attribute::Kind::is;
+        ct.attrs.items["strides"].is = std::vector<int64_t>(ps.size() - 2, 2);
+        std::vector<Tensor> read = {Tensor::empty(t, ps)};
+        OpRegistry::instance().create(ct, g)->compute(
+            {&part, &out.up_w, c.transposed_bias ? &out.up_b : nullptr}, read);
+        for (int64_t b = 0; b < c.x[0]; ++b)
+          for (int64_t i = 0; i < ps[1] * plane; ++i)
+            ref::store(out.x, (b * c.x[1] + c0) * plane + i,
+                       ref::load(read[0], b * ps[1] * plane + i));
+      } else if (up != Upsample::none) {
         // Stored at half size, or resized to X's size (`_sized`) from about 3/5 of it; X (which
         // the reference reads) holds it upsampled.
         Shape low = ps;
@@ -232,6 +265,17 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     }
     out.y[1] = c.head;
   }
+  if (c.x_transposed >= 0) {
+    // Its weights and bias after X's parts and the head's.
+    n.attrs.items[kFusedXTransposed].kind = ir::Attribute::Kind::i;
+    n.attrs.items[kFusedXTransposed].i = c.x_transposed;
+    n.inputs.resize(static_cast<size_t>(fused_transposed_input(n)), -1);
+    const int uwv = value("up_w"), ubv = c.transposed_bias ? value("up_b") : -1;
+    g.constants[uwv] = out.up_w;
+    if (ubv >= 0) g.constants[ubv] = out.up_b;
+    n.inputs.push_back(uwv);
+    n.inputs.push_back(ubv);
+  }
   g.nodes.push_back(n);
   return true;
 }
@@ -266,6 +310,7 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
   whole.inputs.resize(std::min<size_t>(whole.inputs.size(), 4));
   whole.attrs.items.erase("x_parts");
   whole.attrs.items.erase(kFusedXUpsample);
+  whole.attrs.items.erase(kFusedXTransposed);
   whole.attrs.items.erase(kFusedXFrom);
   whole.attrs.items.erase(kFusedResidualFrom);
   std::vector<const Tensor*> in = {&b.x, &b.w, c.bias ? &b.b : nullptr};
@@ -294,6 +339,10 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
     if (c.head > 0) {
       fast_in.push_back(&b.head_w);
       fast_in.push_back(head_b);
+    }
+    if (c.x_transposed >= 0) {
+      fast_in.push_back(&b.up_w);
+      fast_in.push_back(c.transposed_bias ? &b.up_b : nullptr);
     }
   }
 
@@ -349,6 +398,9 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
     const Upsample m = static_cast<Upsample>(u);
     return m == Upsample::linear || (sized(m) && interpolation(m) != Upsample::nearest);
   });
+  // A transposed part's own products are bf16 ones, which rounding X's values after the fact
+  // does not reproduce: held to the reduced-precision bound only (above).
+  if (c.x_transposed >= 0) return;
   EXPECT_LT(rel_l2(got[0], want_rounded[0]), interpolated ? 1e-3 : tol)
       << what << " against bf16-rounded X and W";
 }

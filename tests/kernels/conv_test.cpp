@@ -140,6 +140,44 @@ TEST_P(ConvLoweringTest, UpsampledPartsMatchReference) {
       check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
 }
 
+// A part of X that a ConvTranspose of kernel and stride 2 makes (x_transposed: the up-convolution
+// fused into the convolution after it), against the reference on X made whole: the direct path
+// in 3D with the skip before or after it (each thread its depths, and a shared ring at depths too
+// few to own), batch 2, no bias, more up channels than a micro-panel's rows, the part alone with
+// a residual, a head after the convolution, width stride 2, 2D, and the paths that read X joined
+// (1x1 tiles, the packed path at width stride 9); one and two threads.
+TEST_P(ConvLoweringTest, TransposedPartsMatchReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(41);
+  std::vector<ConvCase> cases;
+  const std::vector<int64_t> pads3 = {1, 1, 1, 1, 1, 1};
+  auto add = [&](Shape x, Shape w, std::vector<int64_t> parts, int64_t transposed) -> ConvCase& {
+    ConvCase& c = add_case(cases, "FusedConv", std::move(x), std::move(w));
+    c.x_parts = std::move(parts);
+    c.x_transposed = transposed;
+    return c;
+  };
+  add({1, 7, 12, 14, 18}, {6, 7, 3, 3, 3}, {4, 3}, 1).ints("pads", pads3).activation = "Relu";
+  ConvCase& first = add({2, 5, 6, 10, 22}, {4, 5, 3, 3, 3}, {3, 2}, 0).ints("pads", pads3);
+  first.transposed_bias = false;
+  first.transposed_in = 9;
+  add({1, 6, 4, 30, 34}, {5, 6, 3, 3, 3}, {3, 3}, 1).ints("pads", pads3);    // shared ring
+  add({1, 22, 6, 8, 10}, {6, 22, 3, 3, 3}, {2, 20}, 1).ints("pads", pads3);  // 20 up channels
+  add({1, 4, 8, 6, 12}, {4, 4, 3, 3, 3}, {4}, 0).ints("pads", pads3).residual = true;
+  add({1, 8, 8, 6, 8}, {6, 8, 3, 3, 3}, {3, 5}, 1).ints("pads", pads3).head = 2;
+  add({1, 4, 12, 18, 20}, {8, 4, 3, 3, 3}, {2, 2}, 0)
+      .ints("pads", pads3)
+      .ints("strides", {2, 2, 2});
+  add({1, 6, 34, 50}, {5, 6, 3, 3}, {2, 4}, 1).ints("pads", {1, 1, 1, 1}).activation = "Relu";
+  add({2, 5, 20, 26}, {4, 5, 3, 3}, {3, 2}, 0).ints("pads", {1, 1, 1, 1});
+  add({1, 6, 6, 8, 10}, {5, 6, 1, 1, 1}, {3, 3}, 1);                              // 1x1
+  add({1, 4, 4, 6, 130}, {6, 4, 3, 3, 3}, {2, 2}, 1).ints("strides", {1, 1, 9});  // packed
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16})
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+}
+
 // Each output channel's own LeakyRelu slope (a FusedConv computing sibling convolutions,
 // passes/fuse_sibling_convs.cpp) on every path: the direct one in 3D at unit and width stride 2
 // (MONAI's residual unit from one and from eight channels), in 2D bands, several MR blocks with

@@ -88,7 +88,8 @@ class GemmConvOp : public CpuOp {
  public:
   GemmConvOp(std::unique_ptr<Op> ref, ref::WindowAttrs attrs, std::vector<int64_t> kernel,
              bool residual, int64_t parts, int head_input, Windows windows, Upsampled upsampled,
-             std::unique_ptr<ConvGemm> conv)
+             std::unique_ptr<ConvGemm> conv, int64_t transposed,
+             std::unique_ptr<ConvTransposeGemm> up)
       : CpuOp(std::move(ref)),
         attrs_(std::move(attrs)),
         kernel_(std::move(kernel)),
@@ -97,7 +98,9 @@ class GemmConvOp : public CpuOp {
         head_input_(head_input),
         windows_(windows),
         upsampled_(std::move(upsampled)),
-        conv_(std::move(conv)) {}
+        conv_(std::move(conv)),
+        transposed_(transposed),
+        up_(std::move(up)) {}
 
   void run(const RunContext& ctx, const std::vector<const Tensor*>& in,
            std::vector<Tensor>& out) const override {
@@ -109,9 +112,9 @@ class GemmConvOp : public CpuOp {
     // shape as the convolution reads them (upsampled or resized parts included).
     std::vector<const Tensor*> parts = {&x};
     parts.insert(parts.end(), in.begin() + 4, in.begin() + 3 + parts_);
-    const bool up = !upsampled_.modes.empty();
+    const bool up = !upsampled_.modes.empty() || transposed_ >= 0;
     const std::vector<int64_t> x_spatial =
-        up ? ConvInput::spatial_as_read(parts, upsampled_.modes) : spatial(x.shape());
+        up ? ConvInput::spatial_as_read(parts, upsampled_.modes, transposed_) : spatial(x.shape());
     ref::Geometry g = ref::resolve_window(where, attrs_, x_spatial, kernel_);
     // An output of a Split read in place: the residual's M channels from residual_from on.
     const ConvResidual residual =
@@ -129,14 +132,23 @@ class GemmConvOp : public CpuOp {
       return;
     }
     conv_->run(ctx, conv_window(g),
-               ConvInput(std::move(parts), upsampled_.modes, upsampled_.kernels), residual, out[0]);
+               ConvInput(std::move(parts), upsampled_.modes, upsampled_.kernels,
+                         TransposedPart{transposed_, up_.get(), ctx}),
+               residual, out[0]);
   }
-  std::string kernel_name() const override { return conv_->kernel_names(); }
-  int64_t packed_bytes() const override { return static_cast<int64_t>(conv_->packed_bytes()); }
-  std::vector<int> packed_inputs() const override {  // W and B, and a head's
-    if (head_input_ < 0) return {1, 2};
-    return {1, 2, head_input_, head_input_ + 1};
+  std::string kernel_name() const override {
+    return conv_->kernel_names() + (up_ ? std::string(" +up ") + up_->kernel().name : "");
   }
+  int64_t packed_bytes() const override {
+    return static_cast<int64_t>(conv_->packed_bytes() + (up_ ? up_->packed_bytes() : 0));
+  }
+  std::vector<int> packed_inputs() const override {  // W and B, a head's, a transposed part's
+    std::vector<int> v = {1, 2};
+    if (head_input_ >= 0) v.insert(v.end(), {head_input_, head_input_ + 1});
+    if (up_) v.insert(v.end(), {up_input_, up_input_ + 1});
+    return v;
+  }
+  void set_up_input(int i) { up_input_ = i; }
 
  private:
   ref::WindowAttrs attrs_;
@@ -147,6 +159,9 @@ class GemmConvOp : public CpuOp {
   Windows windows_;
   Upsampled upsampled_;
   std::unique_ptr<ConvGemm> conv_;
+  int64_t transposed_;  // the part of X a ConvTranspose's input (x_transposed), or -1
+  std::unique_ptr<ConvTransposeGemm> up_;  // that ConvTranspose
+  int up_input_ = -1;                      // its weights (its bias next)
 };
 
 std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref, bool fused) {
@@ -181,8 +196,26 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
     head.w = weights_to_f32(*hw);
     if (hb) head.b = weights_to_f32(*hb);
     head.softmax = node.attrs.get_int(kFusedHeadSoftmax, 0) != 0;
-  } else if (node.num_inputs() > 3 + parts) {
+  }
+  // A part of X made by a ConvTranspose of kernel and stride 2 (x_transposed): constant weights
+  // (C, Mt, 2...) and bias of X's dtype, on the rows a ConvTranspose of them would take.
+  const int64_t transposed = fused ? node.attrs.get_int(kFusedXTransposed, -1) : -1;
+  const int up_input = transposed >= 0 ? fused_transposed_input(node) : -1;
+  if (node.num_inputs() > 3 + parts + (head.channels > 0 ? 2 : 0) + (transposed >= 0 ? 2 : 0))
     return nullptr;
+  std::unique_ptr<ConvTransposeGemm> up;
+  if (transposed >= 0) {
+    const Tensor* tw = ctx.constant_input(up_input);
+    const Tensor* tb = node.has_input(up_input + 1) ? ctx.constant_input(up_input + 1) : nullptr;
+    if (transposed >= parts || !tw || tw->dtype() != a.w->dtype() || tw->rank() != a.w->rank() ||
+        (node.has_input(up_input + 1) &&
+         (!tb || tb->dtype() != a.w->dtype() || tb->rank() != 1 || tb->dim(0) != tw->dim(1))))
+      return nullptr;
+    for (int64_t d = 0; d < tw->rank(); ++d)
+      if (d >= 2 ? tw->dim(d) != 2 : tw->dim(d) < 1) return nullptr;
+    const GemmKernel* k = find_gemm_kernel(ctx.isa, a.w->dtype(), 0, ctx.fpmath == FpMath::bf16);
+    if (!k || k->mr % 2 != 0) return nullptr;
+    up = std::make_unique<ConvTransposeGemm>(*k, ctx.isa, *tw, tb, 1);
   }
   Windows windows;
   if (fused) {
@@ -191,16 +224,19 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
     windows.residual_from = window_from(node.attrs, kFusedResidualFrom);
     windows.residual_channels = m;
   }
-  if ((windows.x_from >= 0 && parts != 1) || (windows.residual_from >= 0 && !residual))
+  if ((windows.x_from >= 0 && (parts != 1 || transposed >= 0)) ||
+      (windows.residual_from >= 0 && !residual))
     return nullptr;
   ConvEpilogue e = fused ? epilogue(node) : ConvEpilogue{};
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
   auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
-  return std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
-                                      residual, parts, head_input, windows, std::move(upsampled),
-                                      std::move(conv));
+  auto op = std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
+                                         residual, parts, head_input, windows, std::move(upsampled),
+                                         std::move(conv), transposed, std::move(up));
+  op->set_up_input(up_input);
+  return op;
 }
 
 class GemmConvTransposeOp : public CpuOp {

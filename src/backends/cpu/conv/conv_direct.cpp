@@ -597,12 +597,16 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
     rs.z_hi = z0 + outs;
     const int64_t from = std::max(rs.held, z0 * sz), to = (z0 + outs - 1) * sz + reach;
     const int64_t planes = to - from;
+    // A pack's planes one after another; where X has a transposed part, a plane's packs, which
+    // its planes' products make together (ConvInput::depth_plane).
+    const bool by_plane = x.transposed();
     run(shared, packs * planes, [&](int64_t begin, int64_t end) {
       std::vector<uint8_t> scratch(static_cast<size_t>(4 * xlen) * es);
       // From the run's scratch (kept between steps and runs): every row is made before it is read.
       const PanelBuffer up = up_bytes ? PanelBuffer(up_bytes, ctx.scratch) : PanelBuffer();
       for (int64_t i = begin; i < end; ++i) {
-        const int64_t pack = i / planes, p = from + i % planes, slot = p % ring;
+        const int64_t pack = by_plane ? i % packs : i / planes,
+                      p = from + (by_plane ? i / packs : i % planes), slot = p % ring;
         fill_plane(n, grp, pack, p - win.pad[0], band,
                    padded + (pack * chan + slot * plane) * static_cast<int64_t>(bb), scratch.data(),
                    up_bytes ? up.data() : nullptr, rs.slot_padded[static_cast<size_t>(slot)] != 0);

@@ -45,12 +45,25 @@ struct ConvWindow {
 /// The window of a resolved reference geometry of spatial rank 1 to 3.
 ConvWindow conv_window(const ref::Geometry& g);
 
+class ConvTransposeGemm;
+
 /// X of a convolution: one tensor, or several whose channels follow each other (a channel
 /// Concat the graph passes fused into the convolution, so it is never written), or `channels`
 /// channels of one tensor from channel `from` on (an output of a channel Split, read in place
 /// from the Split's input). The parts share dtype and batch, and spatial shape as X reads them:
 /// a part may be stored at half X's size along each spatial axis and read upsampled by 2 (a
-/// Resize fused into the convolution, x_upsample), its rows made where they are read.
+/// Resize fused into the convolution, x_upsample), its rows made where they are read, or be the
+/// output of a transposed convolution of kernel and stride 2 of the tensor given (x_transposed),
+/// its depth planes made where they are read.
+/// Part `part` of a ConvInput is `up`'s output over the tensor given as that part: a
+/// ConvTranspose of kernel and stride 2 along every spatial axis (ConvTransposeGemm::planes), run
+/// with ctx's scratch on the thread that reads a plane.
+struct TransposedPart {
+  int64_t part = -1;
+  const ConvTransposeGemm* up = nullptr;
+  RunContext ctx;
+};
+
 class ConvInput {
  public:
   ConvInput(const Tensor& x);  // NOLINT(google-explicit-constructor): one part
@@ -58,35 +71,49 @@ class ConvInput {
   ConvInput(const Tensor& x, int64_t from, int64_t channels);
   /// Part p read upsampled in modes[p] (none: as stored), its rows made by `k`, the resize
   /// kernels of the parts' dtype.
-  ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> modes, const ResizeKernels* k);
-  /// X's spatial dims as the convolution reads these parts in these modes (none where empty):
-  /// those of the first part read as stored, else part 0's doubled (every part upsampled by 2).
+  ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> modes, const ResizeKernels* k,
+            TransposedPart transposed = {});
+  /// X's spatial dims as the convolution reads these parts in these modes (none where empty),
+  /// part `transposed` (if any) a transposed convolution's input: those of the first part read
+  /// as stored, else part 0's doubled (every part upsampled or transposed by 2).
   static std::vector<int64_t> spatial_as_read(const std::vector<const Tensor*>& parts,
-                                              const std::vector<Upsample>& modes);
+                                              const std::vector<Upsample>& modes,
+                                              int64_t transposed = -1);
   int64_t batch() const { return parts_[0]->dim(0); }
   int64_t channels() const { return first_.back(); }
   /// One tensor, whole, read as stored: part(0) is X.
   bool single() const {
     return parts_.size() == 1 && from_ == 0 && channels() == parts_[0]->dim(1) && !upsampled();
   }
-  /// Some part is read upsampled: plane() refuses it, depth_plane() makes its rows.
-  bool upsampled() const { return !modes_.empty(); }
+  /// Some part is read upsampled or transposed: plane() refuses it, depth_plane() makes its rows.
+  bool upsampled() const { return !modes_.empty() || transposed_.part >= 0; }
+  /// A part is a transposed convolution's output (its planes made a channel-complete pair at a
+  /// time: its readers go plane by plane, every channel of a plane together).
+  bool transposed() const { return transposed_.part >= 0; }
   const Tensor& part(size_t i) const { return *parts_[i]; }
   /// Channel c of batch item n: its first element (a part read as stored).
   const uint8_t* plane(int64_t n, int64_t c) const;
   /// Rows [iy0, iy1) of depth plane iz (the spatial axes padded in front to three) of channel c
   /// of batch item n, row iy at the pointer returned + iy * the row's bytes: a part read as stored
   /// gives its own memory; an upsampled one writes them into `buf`, depth_plane_bytes() long,
-  /// and gives buf.
+  /// and gives buf; a transposed one gives the calling thread's planes of every channel of the
+  /// part, made for the last (n, depth plane pair, rows) it asked for (a call per channel reuses
+  /// them).
   const uint8_t* depth_plane(int64_t n, int64_t c, int64_t iz, int64_t iy0, int64_t iy1,
                              uint8_t* buf) const;
   /// Bytes of one depth plane (H, W) of a channel as X reads it: depth_plane()'s `buf`.
   int64_t depth_plane_bytes() const { return plane_bytes_ / dims3_[0]; }
-  /// X's channels in one new tensor (upsampled parts made whole).
+  /// X's channels in one new tensor (upsampled and transposed parts made whole).
   Tensor joined() const;
 
  private:
   size_t part_of(int64_t c) const;
+  /// Part p is made where it is read (upsampled or transposed), not read as stored.
+  bool made(size_t p) const {
+    return static_cast<int64_t>(p) == transposed_.part ||
+           (!modes_.empty() && modes_[p] != Upsample::none);
+  }
+  const uint8_t* transposed_plane(int64_t n, int64_t m, int64_t iz, int64_t iy0, int64_t iy1) const;
   std::vector<const Tensor*> parts_;
   std::vector<int64_t> first_;  // first channel of each part, then the channel count
   int64_t from_ = 0;            // the first channel of part 0 that X takes
@@ -102,6 +129,10 @@ class ConvInput {
     std::vector<float> w0, w1;
   };
   std::vector<WidthTable> width_;
+  TransposedPart transposed_;
+  ConvWindow up_window_{};  // the transposed part's ConvTranspose
+  struct PlaneCaches;       // each thread's last planes of the transposed part
+  std::shared_ptr<PlaneCaches> caches_;
 };
 
 /// A convolution's residual: Y's shape, or Y's M channels from channel `from` of a tensor with
@@ -401,6 +432,16 @@ class ConvTransposeGemm {
                     int64_t group, ConvEpilogue e = {});
   /// `win`: in/out/kernel/stride/dilation and pad (output = input * stride + tap * dilation - pad).
   void run(const RunContext& ctx, const ConvWindow& win, const Tensor& x, Tensor& y) const;
+  /// Of a ConvTranspose with kernel and stride 2 along the height and width (and the depth where
+  /// win.kernel[0] is 2; 1 in 2D), no padding, one group: the output planes [kd * iz, kd * iz +
+  /// kd) of batch item n (kd = win.kernel[0]), their rows [oy0, oy1), every output channel, the
+  /// products of input plane iz, on the calling thread: plane t's channel m row oy at `dst` +
+  /// ((t * M + m) * out[1] + oy) * out[2] elements of X's dtype. A convolution reading the
+  /// ConvTranspose's output (x_transposed) makes its planes so.
+  void planes(const RunContext& ctx, const ConvWindow& win, const Tensor& x, int64_t n, int64_t iz,
+              int64_t oy0, int64_t oy1, uint8_t* dst) const;
+  int64_t out_channels() const { return mg_ * group_; }
+  int64_t in_channels() const { return c_; }
   const GemmKernel& kernel() const { return g_; }
   /// Bytes of the packed weights and bias.
   size_t packed_bytes() const {

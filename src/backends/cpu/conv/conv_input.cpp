@@ -2,6 +2,8 @@
 // upsampled parts included (conv_gemm.h).
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "backends/cpu/conv/conv_gemm.h"
 
@@ -20,11 +22,40 @@ ConvInput::ConvInput(const Tensor& x, int64_t from, int64_t channels) : ConvInpu
 ConvInput::ConvInput(std::vector<const Tensor*> parts)
     : ConvInput(std::move(parts), std::vector<Upsample>{}, nullptr) {}
 
+// Each thread's planes of the transposed part, made for one (batch item, input plane, rows) at a
+// time: the convolution's drivers ask for a plane's channels one after another, then for the
+// next plane, which the same products made (kernel 2 along the depth).
+struct ConvInput::PlaneCaches {
+  struct Planes {
+    std::thread::id owner;
+    int64_t n = -1, iz = -1, oy0 = 0, oy1 = 0;
+    PanelBuffer buf;
+  };
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Planes>> threads;
+  Planes& mine() {
+    const std::thread::id self = std::this_thread::get_id();
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& p : threads)
+      if (p->owner == self) return *p;
+    threads.push_back(std::make_unique<Planes>());
+    threads.back()->owner = self;
+    return *threads.back();
+  }
+};
+
 ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> modes,
-                     const ResizeKernels* k)
-    : parts_(std::move(parts)), resize_(k) {
+                     const ResizeKernels* k, TransposedPart transposed)
+    : parts_(std::move(parts)), resize_(k), transposed_(transposed) {
+  if (transposed_.part >= static_cast<int64_t>(parts_.size()) ||
+      (transposed_.part >= 0 && !transposed_.up))
+    throw Error("ConvInput: transposed part " + std::to_string(transposed_.part) + " of " +
+                std::to_string(parts_.size()) + (transposed_.up ? "" : ", no convolution"));
   first_.push_back(0);
-  for (const Tensor* t : parts_) first_.push_back(first_.back() + t->dim(1));
+  for (size_t p = 0; p < parts_.size(); ++p)
+    first_.push_back(first_.back() + (static_cast<int64_t>(p) == transposed_.part
+                                          ? transposed_.up->out_channels()
+                                          : parts_[p]->dim(1)));
   const Tensor& x = *parts_[0];
   axes_ = std::clamp<int64_t>(x.rank() - 2, 0, 3);
   const bool any =
@@ -33,9 +64,35 @@ ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> mod
     throw Error("ConvInput: " + std::to_string(modes.size()) + " upsampling modes for " +
                 std::to_string(parts_.size()) + " parts" + (k ? "" : ", no resize kernels"));
   if (!any) modes.clear();
-  const std::vector<int64_t> as_read = spatial_as_read(parts_, modes);
+  if (any && transposed_.part >= 0 &&
+      modes[static_cast<size_t>(transposed_.part)] != Upsample::none)
+    throw Error("ConvInput: part " + std::to_string(transposed_.part) +
+                " both upsampled and transposed");
+  const std::vector<int64_t> as_read = spatial_as_read(parts_, modes, transposed_.part);
   for (int64_t a = 0; a < axes_; ++a) dims3_[3 - axes_ + a] = as_read[static_cast<size_t>(a)];
   plane_bytes_ = static_cast<int64_t>(dtype_size(x.dtype())) * dims3_[0] * dims3_[1] * dims3_[2];
+  if (transposed_.part >= 0) {
+    // Its ConvTranspose: kernel and stride 2 along X's axes, the part's input at half X's size.
+    const Tensor& t = *parts_[static_cast<size_t>(transposed_.part)];
+    bool fits = t.rank() == x.rank() && axes_ >= 1 && t.dim(1) == transposed_.up->in_channels();
+    for (int d = 0; d < 3; ++d) {
+      const bool axis = d >= 3 - axes_;
+      const int64_t in = axis ? t.dim(2 + d - (3 - axes_)) : 1;
+      up_window_.in[d] = in;
+      up_window_.out[d] = dims3_[d];
+      up_window_.kernel[d] = up_window_.stride[d] = axis ? 2 : 1;
+      up_window_.dilation[d] = 1;
+      up_window_.pad[d] = 0;
+      fits = fits && dims3_[d] == in * up_window_.stride[d];
+    }
+    if (!fits)
+      throw Error("ConvInput: part " + std::to_string(transposed_.part) + " of shape " +
+                  shape_str(t.shape()) + ", transposed from " +
+                  std::to_string(transposed_.up->in_channels()) +
+                  " channels by 2, does not make X's spatial size");
+    caches_ = std::make_shared<PlaneCaches>();
+    transposed_.ctx.pool = nullptr;  // the planes are made on the thread that reads them
+  }
   if (!any) return;
   modes_ = std::move(modes);
   width_.resize(parts_.size());
@@ -67,13 +124,15 @@ ConvInput::ConvInput(std::vector<const Tensor*> parts, std::vector<Upsample> mod
 }
 
 std::vector<int64_t> ConvInput::spatial_as_read(const std::vector<const Tensor*>& parts,
-                                                const std::vector<Upsample>& modes) {
-  const auto stored = std::find(modes.begin(), modes.end(), Upsample::none);
-  // Modes empty (none upsampled) or a part read as stored: that part's (part 0 where empty).
-  const Tensor& t =
-      *parts[stored == modes.end() && !modes.empty() ? 0
-                                                     : static_cast<size_t>(stored - modes.begin())];
-  const bool doubled = !modes.empty() && stored == modes.end();
+                                                const std::vector<Upsample>& modes,
+                                                int64_t transposed) {
+  // The first part read as stored; where none is, part 0's doubled.
+  size_t stored = parts.size();
+  for (size_t p = 0; p < parts.size() && stored == parts.size(); ++p)
+    if ((modes.empty() || modes[p] == Upsample::none) && static_cast<int64_t>(p) != transposed)
+      stored = p;
+  const bool doubled = stored == parts.size();
+  const Tensor& t = *parts[doubled ? 0 : stored];
   std::vector<int64_t> out;
   for (int64_t d = 2; d < t.rank(); ++d) out.push_back(t.dim(d) * (doubled ? 2 : 1));
   return out;
@@ -87,8 +146,9 @@ size_t ConvInput::part_of(int64_t c) const {
 
 const uint8_t* ConvInput::plane(int64_t n, int64_t c) const {
   const size_t p = part_of(c);
-  if (upsampled() && modes_[p] != Upsample::none)
-    throw Error("ConvInput: part " + std::to_string(p) + " is read upsampled: no plane in memory");
+  if (made(p))
+    throw Error("ConvInput: part " + std::to_string(p) +
+                " is read upsampled or transposed: no plane in memory");
   const Tensor& t = *parts_[p];
   return static_cast<const uint8_t*>(t.raw()) +
          (n * t.dim(1) + (p == 0 ? from_ : 0) + c - first_[p]) * plane_bytes_;
@@ -97,7 +157,9 @@ const uint8_t* ConvInput::plane(int64_t n, int64_t c) const {
 const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t iy0, int64_t iy1,
                                       uint8_t* buf) const {
   const size_t p = part_of(c);
-  if (!upsampled() || modes_[p] == Upsample::none) return plane(n, c) + iz * depth_plane_bytes();
+  if (!made(p)) return plane(n, c) + iz * depth_plane_bytes();
+  if (static_cast<int64_t>(p) == transposed_.part)
+    return transposed_plane(n, c - first_[p], iz, iy0, iy1);
   const Tensor& t = *parts_[p];
   const size_t es = dtype_size(t.dtype());
   // The stored part's axes (padded in front to three); an axis X does not have stays 1.
@@ -155,6 +217,25 @@ const uint8_t* ConvInput::depth_plane(int64_t n, int64_t c, int64_t iz, int64_t 
   return buf;
 }
 
+const uint8_t* ConvInput::transposed_plane(int64_t n, int64_t m, int64_t iz, int64_t iy0,
+                                           int64_t iy1) const {
+  const Tensor& t = *parts_[static_cast<size_t>(transposed_.part)];
+  const int64_t kd = up_window_.kernel[0], src = iz / kd;
+  PlaneCaches::Planes& c = caches_->mine();
+  if (c.n != n || c.iz != src || c.oy0 != iy0 || c.oy1 != iy1) {
+    const size_t bytes =
+        static_cast<size_t>(kd * transposed_.up->out_channels() * depth_plane_bytes());
+    if (c.buf.size() < bytes) c.buf = PanelBuffer(bytes, transposed_.ctx.scratch);
+    c.n = -1;  // until made
+    transposed_.up->planes(transposed_.ctx, up_window_, t, n, src, iy0, iy1, c.buf.data());
+    c.n = n;
+    c.iz = src;
+    c.oy0 = iy0;
+    c.oy1 = iy1;
+  }
+  return c.buf.data() + ((iz % kd) * transposed_.up->out_channels() + m) * depth_plane_bytes();
+}
+
 Tensor ConvInput::joined() const {
   Shape shape = parts_[0]->shape();
   shape[1] = channels();
@@ -162,11 +243,13 @@ Tensor ConvInput::joined() const {
   Tensor out = Tensor::empty(parts_[0]->dtype(), shape);
   uint8_t* o = static_cast<uint8_t*>(out.raw());
   const int64_t depth_bytes = depth_plane_bytes();
+  // Depth planes outside, channels inside: a transposed part makes a plane's channels at once.
   for (int64_t n = 0; n < batch(); ++n)
-    for (int64_t c = 0; c < channels(); ++c)
-      for (int64_t iz = 0; iz < dims3_[0]; ++iz, o += depth_bytes) {
-        const uint8_t* src = depth_plane(n, c, iz, 0, dims3_[1], o);
-        if (src != o) std::memcpy(o, src, static_cast<size_t>(depth_bytes));
+    for (int64_t iz = 0; iz < dims3_[0]; ++iz)
+      for (int64_t c = 0; c < channels(); ++c) {
+        uint8_t* dst = o + ((n * channels() + c) * dims3_[0] + iz) * depth_bytes;
+        const uint8_t* src = depth_plane(n, c, iz, 0, dims3_[1], dst);
+        if (src != dst) std::memcpy(dst, src, static_cast<size_t>(depth_bytes));
       }
   return out;
 }

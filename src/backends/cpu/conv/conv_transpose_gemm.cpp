@@ -321,6 +321,68 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
   });
 }
 
+void ConvTransposeGemm::planes(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
+                               int64_t n, int64_t iz, int64_t oy0, int64_t oy1,
+                               uint8_t* dst) const {
+  if (group_ != 1 || g_.mr % 2 != 0 || win.kernel[1] != 2 || win.kernel[2] != 2 ||
+      !disjoint_taps(win) || kvol_ != win.kernel_size() || iz < 0 || iz >= win.in[0] || oy0 < 0 ||
+      oy1 > win.out[1])
+    throw Error("ConvTransposeGemm::planes: plane " + std::to_string(iz) + ", rows [" +
+                std::to_string(oy0) + ", " + std::to_string(oy1) +
+                ") of a window it does not make by planes");
+  if (oy1 <= oy0) return;
+  const int64_t s_in = win.in_size(), cg = c_;
+  const int64_t mr = g_.mr, nr = g_.nr, chunks = ceil_div(mg_, chunk_), rows_full = chunk_ * kvol_;
+  const size_t es = dtype_size(g_.storage), ab = panel_type_bytes(g_.a_panel),
+               bb = panel_type_bytes(g_.b_panel);
+  const int64_t ks = packed_steps(g_, cg);
+  // The input rows [iy0, iy1) of plane iz whose outputs (2 iy + ty) reach rows [oy0, oy1).
+  const int64_t iy0 = oy0 / 2, iy1 = ceil_div(oy1, 2);
+  const int64_t p0 = (iz * win.in[1] + iy0) * win.in[2], cols_all = (iy1 - iy0) * win.in[2];
+  const Tiling t = tiling(g_, ks, cols_all);
+  const std::vector<int64_t> offsets = panel_offsets(g_, cg);
+  const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
+  PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb, ctx.scratch);
+  PanelBuffer tile(static_cast<size_t>(mr * t.tile_cols) * es, ctx.scratch);
+  PanelBuffer widened = a_.scratch(a_chunk_bytes_, ctx);
+  std::vector<InputRun> runs;
+  const int64_t plane_elems = win.out[1] * win.out[2];
+  for (int64_t q0 = 0; q0 < cols_all; q0 += t.tile_cols) {
+    const int64_t cols = std::min(t.tile_cols, cols_all - q0);
+    pack_b(g_, xb + (n * c_ * s_in + p0 + q0) * static_cast<int64_t>(es), s_in, cg, cols,
+           panel.data());
+    input_runs(win, p0 + q0, cols, runs);
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const int64_t rows = std::min(chunk_, mg_ - ch * chunk_) * kvol_;
+      const uint8_t* a = a_.range(ch * a_chunk_bytes_, a_chunk_bytes_, widened.data(), ctx, false);
+      const float* bias = bias_rows_.data() + ch * rows_full;
+      for (int64_t r0 = 0; r0 < rows; r0 += mr) {
+        const int64_t mrr = std::min(mr, rows - r0);
+        GemmParams p;
+        p.bias = bias + r0;
+        for (int64_t st = 0; st * nr < cols; ++st)
+          g_.ukernel(static_cast<size_t>(mrr), static_cast<size_t>(std::min(nr, cols - st * nr)),
+                     static_cast<size_t>(ks), a + r0 * ks * ab, panel.data() + st * ks * nr * bb,
+                     offsets.data(), tile.data() + st * nr * es, static_cast<size_t>(t.tile_cols),
+                     p);
+        // Rows r, r + 1 are the width taps 0 and 1 of channel m's tap (tz, ty).
+        for (int64_t i = 0; i + 1 < mrr; i += 2) {
+          const int64_t r = r0 + i, m = ch * chunk_ + r / kvol_, tap = r % kvol_;
+          const int64_t tz = tap / 4, ty = (tap / 2) % 2;
+          uint8_t* out = dst + (tz * mg_ + m) * plane_elems * static_cast<int64_t>(es);
+          for (const InputRun& run : runs) {
+            const int64_t oy = 2 * run.iy + ty;
+            if (oy < oy0 || oy >= oy1) continue;
+            interleave_taps(tile.data() + (i * t.tile_cols + run.q) * static_cast<int64_t>(es),
+                            t.tile_cols, run.len, es,
+                            out + (oy * win.out[2] + 2 * run.ix) * static_cast<int64_t>(es), false);
+          }
+        }
+      }
+    }
+  }
+}
+
 // Overlapping taps: a work item owns a chunk of output channels over a block of output planes
 // (depth), sums into an fp32 copy of that block the taps of the input planes that reach it, and
 // converts once at the end. The width axis is kept in stride-many phases (output x = q * stride

@@ -16,7 +16,8 @@ class FusedConvOp : public Op {
  public:
   FusedConvOp(std::unique_ptr<Op> conv, FusedEpilogue epilogue, bool has_residual,
               bool residual_after, int64_t parts, bool f32_out, bool head, bool head_softmax,
-              int64_t group, int64_t x_from, int64_t residual_from, std::vector<Upsample> upsample)
+              int64_t group, int64_t x_from, int64_t residual_from, std::vector<Upsample> upsample,
+              int64_t transposed, std::unique_ptr<Op> up)
       : conv_(std::move(conv)),
         epilogue_(epilogue),
         has_residual_(has_residual),
@@ -28,7 +29,9 @@ class FusedConvOp : public Op {
         group_(group),
         x_from_(x_from),
         residual_from_(residual_from),
-        upsample_(std::move(upsample)) {}
+        upsample_(std::move(upsample)),
+        transposed_(transposed),
+        up_(std::move(up)) {}
 
   std::vector<DType> infer_types(const std::vector<ValueMeta>& in) const override {
     std::vector<DType> t = conv_->infer_types(conv_inputs(in, false));
@@ -37,6 +40,10 @@ class FusedConvOp : public Op {
       for (size_t i = head_input(); i < head_input() + 2 && i < in.size(); ++i)
         if (in[i].present && in[i].dtype != t[0])
           fail("the head's weights and bias must have X's dtype");
+    if (transposed_ >= 0)
+      for (size_t i = up_input(); i < up_input() + 2 && i < in.size(); ++i)
+        if (in[i].present && in[i].dtype != in[part_input(transposed_)].dtype)
+          fail("the transposed part's weights and bias must have its dtype");
     if (f32_out_) t[0] = DType::f32;
     return t;
   }
@@ -92,6 +99,17 @@ class FusedConvOp : public Op {
                    : upsample2(part, u);
       parts[part_input(p)] = &upsampled[static_cast<size_t>(p)];
     }
+    if (transposed_ >= 0) {  // the ConvTranspose before it, as the unfused graph has it
+      const size_t at = part_input(transposed_);
+      std::vector<const Tensor*> up_in = {
+          in[at], in[up_input()], in.size() > up_input() + 1 ? in[up_input() + 1] : nullptr};
+      std::vector<Tensor> up_out;
+      up_out.push_back(Tensor::empty(in[at]->dtype(),
+                                     transposed_shape(in[at]->shape(), in[up_input()]->shape())));
+      up_->compute(up_in, up_out);
+      upsampled[static_cast<size_t>(transposed_)] = std::move(up_out[0]);
+      parts[at] = &upsampled[static_cast<size_t>(transposed_)];
+    }
     cin[0] = parts[0];
     if (parts_ > 1) {
       joined = join_parts(parts);
@@ -128,12 +146,20 @@ class FusedConvOp : public Op {
     if (head_) apply_head(y, *in[head_input()], in[head_input() + 1], out[0]);
   }
   int64_t macs(const std::vector<ValueMeta>& in, const std::vector<Shape>& out) const override {
-    if (!head_) return conv_->macs(conv_inputs(in, true), out);
+    // A transposed part's own, before the convolution reads it.
+    int64_t up = 0;
+    if (transposed_ >= 0) {
+      const ValueMeta& part = in[part_input(transposed_)];
+      std::vector<ValueMeta> up_in = {
+          part, in[up_input()], in.size() > up_input() + 1 ? in[up_input() + 1] : ValueMeta{}};
+      up = up_->macs(up_in, {transposed_shape(part.shape, in[up_input()].shape)});
+    }
+    if (!head_) return up + conv_->macs(conv_inputs(in, true), out);
     // The convolution's, at its M output channels, and the head's Mh x M per position.
     std::vector<Shape> before = out;
     const int64_t m = in[head_input()].shape[1];
     before[0][1] = m;
-    return conv_->macs(conv_inputs(in, true), before) + shape_numel(out[0]) * m;
+    return up + conv_->macs(conv_inputs(in, true), before) + shape_numel(out[0]) * m;
   }
 
  private:
@@ -156,10 +182,13 @@ class FusedConvOp : public Op {
       c[0].shape[1] = channels;
     }
     if (parts_ == 1) return c;
-    const size_t expected = static_cast<size_t>(3 + parts_ + (head_ ? 2 : 0));
+    const size_t expected =
+        static_cast<size_t>(3 + parts_ + (head_ ? 2 : 0) + (transposed_ >= 0 ? 2 : 0));
     if (in.size() != expected)
       fail("expected " + std::to_string(expected) + " inputs for " + std::to_string(parts_) +
-           " parts of X" + (head_ ? " and a head" : "") + ", got " + std::to_string(in.size()));
+           " parts of X" + (head_ ? " and a head" : "") +
+           (transposed_ >= 0 ? " and a transposed part's weights and bias" : "") + ", got " +
+           std::to_string(in.size()));
     c[0].value = nullptr;
     for (int64_t p = 1; p < parts_; ++p) {
       const ValueMeta m = shapes ? read_as(in, p) : in[part_input(p)];
@@ -180,11 +209,35 @@ class FusedConvOp : public Op {
   }
 
   size_t head_input() const { return static_cast<size_t>(3 + parts_); }
+  size_t up_input() const { return head_input() + (head_ ? 2 : 0); }
+
+  // The transposed part's output: N, the weights' Mt (dim 1) channels, each spatial axis doubled.
+  static Shape transposed_shape(const Shape& part, const Shape& w) {
+    Shape s = part;
+    if (s.size() > 1 && w.size() > 1) s[1] = w[1];
+    for (size_t d = 2; d < s.size(); ++d) s[d] *= 2;
+    return s;
+  }
 
   // Part p of X as the convolution reads it: its spatial axes doubled where it is upsampled, or
   // those of the parts read as stored where it is resized to them.
   ValueMeta read_as(const std::vector<ValueMeta>& in, int64_t p) const {
     ValueMeta m = in[part_input(p)];
+    if (p == transposed_) {
+      const ValueMeta& w = in[up_input()];
+      if (m.shape.size() < 3 || m.shape.size() > 5 || w.shape.size() != m.shape.size() ||
+          w.shape[0] != m.shape[1])
+        fail("part " + std::to_string(p) + " of X, of shape " + shape_str(m.shape) +
+             ", does not fit the transposed convolution's weights of shape " + shape_str(w.shape) +
+             " (rank 3 to 5, its channels the weights' first dim)");
+      for (size_t d = 2; d < w.shape.size(); ++d)
+        if (w.shape[d] != 2)
+          fail("transposed part's weights of shape " + shape_str(w.shape) +
+               ": kernel 2 along every spatial axis expected");
+      m.value = nullptr;
+      m.shape = transposed_shape(m.shape, w.shape);
+      return m;
+    }
     const Upsample u = upsample_[static_cast<size_t>(p)];
     if (u == Upsample::none) return m;
     if (m.shape.size() < 3 || m.shape.size() > 5)
@@ -267,6 +320,8 @@ class FusedConvOp : public Op {
   int64_t x_from_;         // X's first channel in input 0 (kFusedXFrom), or -1: X whole
   int64_t residual_from_;  // the residual's in input 3 (kFusedResidualFrom), or -1: whole
   std::vector<Upsample> upsample_;  // per part of X (kFusedXUpsample)
+  int64_t transposed_;              // the part that is a ConvTranspose's input, or -1
+  std::unique_ptr<Op> up_;          // that ConvTranspose (kFusedXTransposed)
 };
 
 }  // namespace
@@ -420,6 +475,7 @@ ir::Node fused_conv_inner_node(const ir::Node& fused) {
   conv.attrs.items.erase(kFusedXFrom);
   conv.attrs.items.erase(kFusedResidualFrom);
   conv.attrs.items.erase(kFusedXUpsample);
+  conv.attrs.items.erase(kFusedXTransposed);
   return conv;
 }
 
@@ -431,10 +487,16 @@ void register_fused_ops(OpRegistry& r) {
     int64_t parts = c.node.attrs.get_int("x_parts", 1);
     const bool head = c.node.attrs.get_int(kFusedHead, 0) != 0;
     const bool head_softmax = c.node.attrs.get_int(kFusedHeadSoftmax, 0) != 0;
-    // Inputs: X, W, B, the residual slot, X's other parts, then the head's weights and bias.
-    const int64_t expected = parts > 1 || head ? 3 + parts + (head ? 2 : 0) : c.node.num_inputs();
+    const int64_t transposed =
+        c.node.attrs.has(kFusedXTransposed) ? c.node.attrs.get_int(kFusedXTransposed, 0) : -1;
+    // Inputs: X, W, B, the residual slot, X's other parts, the head's weights and bias, then the
+    // transposed part's.
+    const int64_t expected = parts > 1 || head || transposed >= 0
+                                 ? 3 + parts + (head ? 2 : 0) + (transposed >= 0 ? 2 : 0)
+                                 : c.node.num_inputs();
     if (parts < 1 || c.node.num_inputs() != expected)
-      c.fail("x_parts " + std::to_string(parts) + (head ? " and a head" : "") + " do not fit its " +
+      c.fail("x_parts " + std::to_string(parts) + (head ? " and a head" : "") +
+             (transposed >= 0 ? " and a transposed part" : "") + " do not fit its " +
              std::to_string(c.node.num_inputs()) + " inputs");
     if (head && !c.node.has_input(fused_head_input(c.node)))
       c.fail("a head needs its weights, input " + std::to_string(fused_head_input(c.node)));
@@ -465,10 +527,32 @@ void register_fused_ops(OpRegistry& r) {
         std::none_of(upsample.begin(), upsample.end(),
                      [](Upsample u) { return u == Upsample::none; }))
       c.fail("x_upsample resizes a part to the size of X's parts read as stored, and none is");
+    std::unique_ptr<Op> up;
+    if (transposed >= 0) {
+      if (transposed >= parts || c.node.op_type != "FusedConv" || x_from >= 0 ||
+          upsample[static_cast<size_t>(transposed)] != Upsample::none)
+        c.fail("x_transposed " + std::to_string(transposed) +
+               " needs a FusedConv with that part (" + std::to_string(parts) +
+               " parts), not a window (x_from) and not upsampled");
+      // A ConvTranspose of kernel 2 and stride 2 along the weights' spatial axes.
+      const int wi = fused_transposed_input(c.node);
+      const Tensor* w = c.constant_input(wi);
+      if (!w || w->rank() < 3 || w->rank() > 5)
+        c.fail("x_transposed needs constant weights of rank 3 to 5, input " + std::to_string(wi));
+      ir::Node inner = c.node;
+      inner.op_type = "ConvTranspose";
+      inner.domain.clear();
+      inner.inputs = {c.node.inputs[static_cast<size_t>(transposed == 0 ? 0 : 3 + transposed)],
+                      c.node.inputs[static_cast<size_t>(wi)],
+                      c.node.inputs[static_cast<size_t>(wi + 1)]};
+      inner.attrs.items.clear();
+      inner.attrs.set_ints("strides", std::vector<int64_t>(static_cast<size_t>(w->rank() - 2), 2));
+      up = OpRegistry::instance().create(inner, c.graph);
+    }
     return std::make_unique<FusedConvOp>(std::move(conv), FusedEpilogue::from_attrs(c.node.attrs),
                                          residual, after, parts, f32_out, head, head_softmax,
                                          c.node.attrs.get_int("group", 1), x_from, residual_from,
-                                         std::move(upsample));
+                                         std::move(upsample), transposed, std::move(up));
   };
   r.add(std::string(kInternalDomain) + ".FusedConv", 1, 21, factory);
   r.add(std::string(kInternalDomain) + ".FusedConvTranspose", 1, 21, factory);

@@ -25,6 +25,12 @@
 // `_sized` value resized to the spatial size of the parts read as stored: a Resize fused into the
 // convolution after it (passes/fuse_resize_conv.cpp), whose output is never stored (Upsample
 // below).
+// With the int attribute `x_transposed` = p (FusedConv only; no x_from, the part not upsampled),
+// part p of X is the output of a transposed convolution of kernel 2 and stride 2 along every
+// spatial axis (no padding, one group) of the tensor given as that part, its weights (C, Mt, 2...)
+// and bias (Mt, or none) the last two inputs (after the head's, if any): a ConvTranspose fused
+// into the convolution after it (passes/fuse_conv_transpose_conv.cpp), whose output is never
+// stored.
 #pragma once
 
 #include "ir/graph.h"
@@ -47,6 +53,10 @@ inline constexpr const char* kFusedXFrom = "x_from";
 inline constexpr const char* kFusedResidualFrom = "residual_from";
 /// FusedConv's int-list attribute: how each part of X is upsampled (Upsample's values).
 inline constexpr const char* kFusedXUpsample = "x_upsample";
+
+/// FusedConv's int attribute: the part of X that is a transposed convolution's input (its
+/// weights and bias the node's last two inputs).
+inline constexpr const char* kFusedXTransposed = "x_transposed";
 
 /// A part of X upsampled by 2 along every spatial axis, as ONNX Resize computes it, the axes one
 /// after another (upsample_taps):
@@ -108,6 +118,13 @@ Tensor upsample2(const Tensor& t, Upsample mode);
 /// Where a FusedConv's head weights are among its inputs (the bias follows): after X's parts.
 inline int fused_head_input(const ir::Node& fused) {
   return 3 + static_cast<int>(fused.attrs.get_int("x_parts", 1));
+}
+
+/// Where a FusedConv's transposed part's weights are among its inputs (its bias next), or -1
+/// without one (kFusedXTransposed): after X's parts and the head's two inputs.
+inline int fused_transposed_input(const ir::Node& fused) {
+  if (!fused.attrs.has(kFusedXTransposed)) return -1;
+  return fused_head_input(fused) + (fused.attrs.get_int(kFusedHead, 0) != 0 ? 2 : 0);
 }
 
 struct FusedEpilogue {
