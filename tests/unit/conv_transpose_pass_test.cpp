@@ -98,32 +98,30 @@ std::vector<Tensor> inputs_of(const UpSpec& r, int64_t batch, unsigned seed) {
   return in;
 }
 
-// The part of X a ConvTranspose of kernel 2 and stride 2 gives becomes the convolution's
-// x_transposed part, its weights and bias the last inputs, in 2D and 3D, with and without a
-// Concat (the up part first or second), bias and head; outputs equal the unfused graph's on the
-// reference ops and on the lowered ones at batch 1 and 2.
+// The part of X a 3D ConvTranspose of kernel 2 and stride 2 gives becomes the convolution's
+// x_transposed part, its weights and bias the last inputs, with and without a Concat (the up part
+// first or second), bias and head; outputs equal the unfused graph's on the reference ops and on
+// the lowered ones at batch 1 and 2.
 TEST(FuseConvTransposeIntoConv, ConvComputesTheUpPart) {
   std::vector<UpSpec> specs;
-  for (int rank : {4, 5})
-    for (bool concat : {true, false}) {
-      UpSpec r;
-      r.rank = rank;
-      r.concat = concat;
+  for (bool concat : {true, false}) {
+    UpSpec r;
+    r.concat = concat;
+    specs.push_back(r);
+    r.bias = false;
+    specs.push_back(r);
+    r.bias = true;
+    r.head = true;
+    specs.push_back(r);
+    r.head = false;
+    r.opset = 11;
+    specs.push_back(r);
+    r.opset = 17;
+    if (concat) {
+      r.skip_first = false;
       specs.push_back(r);
-      r.bias = false;
-      specs.push_back(r);
-      r.bias = true;
-      r.head = true;
-      specs.push_back(r);
-      r.head = false;
-      r.opset = 11;
-      specs.push_back(r);
-      r.opset = 17;
-      if (concat) {
-        r.skip_first = false;
-        specs.push_back(r);
-      }
     }
+  }
   for (const UpSpec& r : specs) {
     ir::Graph before = transposed_conv_graph(r);
     ir::Graph after = before;
@@ -147,9 +145,10 @@ TEST(FuseConvTransposeIntoConv, ConvComputesTheUpPart) {
 }
 
 // ConvTransposes whose output the convolution does not make stay: another kernel or stride,
-// padding, output padding, and an output something else reads.
+// padding, output padding, an output something else reads, and 2D ones (whose output plane the
+// drivers would keep whole on each thread).
 TEST(FuseConvTransposeIntoConv, LeavesOtherConvTransposesAlone) {
-  std::vector<UpSpec> specs(5);
+  std::vector<UpSpec> specs(6);
   specs[0].kernel = 3;  // k3 s2 p1 op1: MONAI's up-convolution, the gather form's
   specs[0].pad = 1;
   specs[0].output_padding = 1;
@@ -159,6 +158,7 @@ TEST(FuseConvTransposeIntoConv, LeavesOtherConvTransposesAlone) {
   specs[3].pad = 1;
   specs[4].output_padding = 1;  // k2 s2 op1: one more plane
   specs[4].concat = false;
+  specs[5].rank = 4;
   for (const UpSpec& r : specs) {
     if (r.stride == 1) continue;  // its skip would not fit: built below
     ir::Graph g = transposed_conv_graph(r);
@@ -174,20 +174,19 @@ TEST(FuseConvTransposeIntoConv, LeavesOtherConvTransposesAlone) {
   EXPECT_EQ(count_ops(g, "ConvTranspose"), 1) << s1.what();
 }
 
-// The fixture UNets whose decoders up-convolve (nnU-Net's, and the BatchNorm UNet's): every
+// The fixture 3D UNets whose decoders up-convolve (nnU-Net's, and the BatchNorm UNet's): every
 // ConvTranspose goes into the convolution after its Concat, at batch 2, in fp32 and in the fp16
 // models, whole graphs against the passes stopped before this one.
 TEST(FuseConvTransposeIntoConv, FixtureUnetsUpConvolutionsVanish) {
   for (const char* file : {"nnunet3d_op17.onnx", "nnunet3d_op17_fp16.onnx", "unet3d_bn_op11.onnx",
-                           "unet2d_op17_fp16io32.onnx"}) {
+                           "unet3d_bn_op17_fp16io32.onnx"}) {
     ir::Graph before = fixture_after(file, "fuse-resize-into-conv");
     ir::Graph after = before;
     fuse_conv_transpose_into_conv(after);
     EXPECT_GE(count_ops(before, "ConvTranspose"), 1) << file;
     EXPECT_EQ(count_ops(after, "ConvTranspose"), 0) << file;
     const bool fp16_in = std::string(file).find("_fp16.") != std::string::npos;
-    const bool two_d = std::string(file).find("unet2d") != std::string::npos;
-    Tensor x = random_input(two_d ? Shape{2, 1, 32, 24} : Shape{2, 1, 16, 16, 16}, 40);
+    Tensor x = random_input({2, 1, 16, 16, 12}, 40);
     if (fp16_in) {
       Tensor h = Tensor::empty(DType::f16, x.shape());
       for (int64_t i = 0; i < x.numel(); ++i)
