@@ -375,7 +375,7 @@ bool ConvGemm::run_direct(const RunContext& ctx, const ConvWindow& win, const Co
   const bool pair_rows = g.to_panel_pair != nullptr && !tap_pairs_;
   // Upsampled parts of X (ConvInput::depth_plane) make the band's rows of a plane into `up`: room
   // for two planes (a channel pair) a filling thread.
-  const size_t up_bytes = x.upsampled() ? 2 * static_cast<size_t>(x.depth_plane_bytes()) : 0;
+  const size_t up_bytes = x.resized() ? 2 * static_cast<size_t>(x.depth_plane_bytes()) : 0;
   auto fill_plane = [&](int64_t n, int64_t grp, int64_t pack, int64_t iz, const Band& band,
                         uint8_t* dst, uint8_t* scratch, uint8_t* up, bool padded) {
     // A pack short of channels (the last, with an odd count) or a tap pair (its second member

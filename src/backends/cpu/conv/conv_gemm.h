@@ -47,14 +47,6 @@ ConvWindow conv_window(const ref::Geometry& g);
 
 class ConvTransposeGemm;
 
-/// X of a convolution: one tensor, or several whose channels follow each other (a channel
-/// Concat the graph passes fused into the convolution, so it is never written), or `channels`
-/// channels of one tensor from channel `from` on (an output of a channel Split, read in place
-/// from the Split's input). The parts share dtype and batch, and spatial shape as X reads them:
-/// a part may be stored at half X's size along each spatial axis and read upsampled by 2 (a
-/// Resize fused into the convolution, x_upsample), its rows made where they are read, or be the
-/// output of a transposed convolution of kernel and stride 2 of the tensor given (x_transposed),
-/// its depth planes made where they are read.
 /// Part `part` of a ConvInput is `up`'s output over the tensor given as that part: a
 /// ConvTranspose of kernel and stride 2 along every spatial axis (ConvTransposeGemm::planes), run
 /// with ctx's scratch on the thread that reads a plane.
@@ -64,6 +56,14 @@ struct TransposedPart {
   RunContext ctx;
 };
 
+/// X of a convolution: one tensor, or several whose channels follow each other (a channel
+/// Concat the graph passes fused into the convolution, so it is never written), or `channels`
+/// channels of one tensor from channel `from` on (an output of a channel Split, read in place
+/// from the Split's input). The parts share dtype and batch, and spatial shape as X reads them:
+/// a part may be stored at half X's size along each spatial axis and read upsampled by 2 (a
+/// Resize fused into the convolution, x_upsample), its rows made where they are read, or be the
+/// output of a transposed convolution of kernel and stride 2 of the tensor given (x_transposed),
+/// its depth planes made where they are read.
 class ConvInput {
  public:
   ConvInput(const Tensor& x);  // NOLINT(google-explicit-constructor): one part
@@ -90,6 +90,8 @@ class ConvInput {
   /// A part is a transposed convolution's output (its planes made a channel-complete pair at a
   /// time: its readers go plane by plane, every channel of a plane together).
   bool transposed() const { return transposed_.part >= 0; }
+  /// A part is read upsampled or resized (x_upsample): depth_plane() writes its rows into `buf`.
+  bool resized() const { return !modes_.empty(); }
   const Tensor& part(size_t i) const { return *parts_[i]; }
   /// Channel c of batch item n: its first element (a part read as stored).
   const uint8_t* plane(int64_t n, int64_t c) const;

@@ -528,8 +528,8 @@ void register_fused_ops(OpRegistry& r) {
                      [](Upsample u) { return u == Upsample::none; }))
       c.fail("x_upsample resizes a part to the size of X's parts read as stored, and none is");
     std::unique_ptr<Op> up;
-    if (transposed >= 0) {
-      if (transposed >= parts || c.node.op_type != "FusedConv" || x_from >= 0 ||
+    if (c.node.attrs.has(kFusedXTransposed)) {
+      if (transposed < 0 || transposed >= parts || c.node.op_type != "FusedConv" || x_from >= 0 ||
           upsample[static_cast<size_t>(transposed)] != Upsample::none)
         c.fail("x_transposed " + std::to_string(transposed) +
                " needs a FusedConv with that part (" + std::to_string(parts) +
