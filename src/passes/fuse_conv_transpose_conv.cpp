@@ -23,9 +23,10 @@ bool fusable_conv_transpose(const ir::Graph& g, const ir::Node& t) {
   if (t.op_type != "ConvTranspose" || !t.domain.empty() || !t.has_input(0) || !t.has_input(1) ||
       t.outputs.size() != 1 || t.num_inputs() > 3)
     return false;
-  // 3D only: the convolution's drivers keep a depth plane pair of the output a thread, a small
-  // part of a volume; in 2D that plane is the whole output (and each thread's buffer held it at
-  // full size: unet2d on two threads, peak RSS 15.9 -> 16.8 MiB), so nothing is saved.
+  // 3D only. In 2D a thread's bands are a few rows, whose up rows are made again for the next
+  // band's reach, and a wide layer's bands are filled by both threads: nnU-Net's 2d network at
+  // 512^2 on two threads ran 1.5-2.5% longer fused (activations 99 -> 83 MiB, its peak RSS the
+  // load's either way), unet2d level (peak RSS 15.6 -> 15.2 MiB).
   const Tensor* w = g.constant(t.inputs[1]);
   if (!w || w->rank() != 5 || w->dim(0) < 1 || w->dim(1) < 1) return false;
   const size_t rank = static_cast<size_t>(w->rank() - 2);
@@ -51,12 +52,13 @@ bool fusable_conv_transpose(const ir::Graph& g, const ir::Node& t) {
 }  // namespace
 
 // A 3D ConvTranspose of kernel 2 and stride 2 (a UNet decoder's up-convolution: nnU-Net's, and
-// nn.ConvTranspose3d(c, c / 2, 2, stride=2) in most hand-written 3D UNets) whose one consumer is a
+// nn.ConvTranspose3d(c, c / 2, 2, stride=2) in most hand-written UNets) whose one consumer is a
 // convolution's X or a part of it (the skip's Concat fused before, fuse_concat_conv.cpp) is
-// computed by that convolution where it reads X (x_transposed): its drivers make each depth plane
-// of the up-convolution's output from one plane of its input where they copy X's rows into their
-// padded planes, so that output, 4 (2D) or 8 (3D) times the values of its input over half the
-// channels, is never written, nor read back.
+// computed by that convolution where it reads X (x_transposed): its drivers make the rows of each
+// depth plane of the up-convolution's output (a band of them at a time, each thread its own)
+// from one plane of its input where they copy X's rows into their padded planes, so that output,
+// 4 (2D) or 8 (3D) times the values of its input over half the channels, is never written, nor
+// read back.
 void fuse_conv_transpose_into_conv(ir::Graph& g) {
   const auto consumers = g.consumers();
   const auto producers = g.producers();

@@ -127,7 +127,16 @@ bool ThreadPool::steal(int self) {
   }
 }
 
+namespace {
+thread_local int tls_thread = 0;  // current_thread(): set by worker_loop on the pool's workers
+}  // namespace
+
+int ThreadPool::current_thread() {
+  return tls_thread;
+}
+
 void ThreadPool::worker_loop(int index) {
+  tls_thread = index;
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* fn;

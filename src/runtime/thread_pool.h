@@ -49,6 +49,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
+  /// The calling thread as RangeCursor::thread() numbers it: 1.. on a pool's worker, 0 on any
+  /// other thread (a job's caller), for code a job runs without its cursor at hand.
+  static int current_thread();
 
   /// Calls fn(begin, end) on disjoint chunks covering [0, n), at most `max_chunk` indices each
   /// (0: about four chunks per thread). If another parallel_for holds the pool (concurrent

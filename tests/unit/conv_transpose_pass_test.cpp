@@ -145,14 +145,13 @@ TEST(FuseConvTransposeIntoConv, ConvComputesTheUpPart) {
 }
 
 // ConvTransposes whose output the convolution does not make stay: another kernel or stride,
-// padding, output padding, an output something else reads, and 2D ones (whose output plane the
-// drivers would keep whole on each thread).
+// padding, output padding, an output something else reads, and 2D ones.
 TEST(FuseConvTransposeIntoConv, LeavesOtherConvTransposesAlone) {
   std::vector<UpSpec> specs(6);
   specs[0].kernel = 3;  // k3 s2 p1 op1: MONAI's up-convolution, the gather form's
   specs[0].pad = 1;
   specs[0].output_padding = 1;
-  specs[1].stride = 1;  // k2 s1 over (3, 5, 4): (4, 6, 5), the skip made to fit
+  specs[1].stride = 1;  // k2 s1 over (3, 5, 4): (4, 6, 5), which no skip fits: below
   specs[2].shared = true;
   specs[3].kernel = 4;  // k4 s2 p1: the same output size
   specs[3].pad = 1;
@@ -174,7 +173,7 @@ TEST(FuseConvTransposeIntoConv, LeavesOtherConvTransposesAlone) {
   EXPECT_EQ(count_ops(g, "ConvTranspose"), 1) << s1.what();
 }
 
-// The fixture 3D UNets whose decoders up-convolve (nnU-Net's, and the BatchNorm UNet's): every
+// The fixture 3D UNets whose decoders up-convolve (nnU-Net's, the BatchNorm UNet's): every
 // ConvTranspose goes into the convolution after its Concat, at batch 2, in fp32 and in the fp16
 // models, whole graphs against the passes stopped before this one.
 TEST(FuseConvTransposeIntoConv, FixtureUnetsUpConvolutionsVanish) {

@@ -96,15 +96,19 @@ class ConvInput {
   /// Channel c of batch item n: its first element (a part read as stored).
   const uint8_t* plane(int64_t n, int64_t c) const;
   /// Rows [iy0, iy1) of depth plane iz (the spatial axes padded in front to three) of channel c
-  /// of batch item n, row iy at the pointer returned + iy * the row's bytes: a part read as stored
-  /// gives its own memory; an upsampled one writes them into `buf`, depth_plane_bytes() long,
-  /// and gives buf; a transposed one gives the calling thread's planes of every channel of the
-  /// part, made for the last (n, depth plane pair, rows) it asked for (a call per channel reuses
-  /// them).
+  /// of batch item n, row iy at the pointer returned + (iy - iy0) * the row's bytes: a part read
+  /// as stored gives its own memory; an upsampled one writes them into `buf`, depth_plane_bytes()
+  /// long, and gives buf; a transposed one gives the calling thread's rows of every channel of
+  /// the part, made for the last (n, depth plane pair, rows) it asked for (a call per channel
+  /// reuses them).
   const uint8_t* depth_plane(int64_t n, int64_t c, int64_t iz, int64_t iy0, int64_t iy1,
                              uint8_t* buf) const;
   /// Bytes of one depth plane (H, W) of a channel as X reads it: depth_plane()'s `buf`.
   int64_t depth_plane_bytes() const { return plane_bytes_ / dims3_[0]; }
+  /// Bytes of one row (W) of a channel as X reads it.
+  int64_t row_bytes() const {
+    return dims3_[2] * static_cast<int64_t>(dtype_size(parts_[0]->dtype()));
+  }
   /// X's channels in one new tensor (upsampled and transposed parts made whole).
   Tensor joined() const;
 
@@ -438,10 +442,15 @@ class ConvTransposeGemm {
   /// win.kernel[0] is 2; 1 in 2D), no padding, one group: the output planes [kd * iz, kd * iz +
   /// kd) of batch item n (kd = win.kernel[0]), their rows [oy0, oy1), every output channel, the
   /// products of input plane iz, on the calling thread: plane t's channel m row oy at `dst` +
-  /// ((t * M + m) * out[1] + oy) * out[2] elements of X's dtype. A convolution reading the
-  /// ConvTranspose's output (x_transposed) makes its planes so.
+  /// ((t * M + m) * (oy1 - oy0) + oy - oy0) * out[2] elements of X's dtype. A convolution
+  /// reading the ConvTranspose's output (x_transposed) makes its planes so, each thread through
+  /// its own PlanesScratch, kept from call to call.
+  struct PlanesScratch {
+    PanelBuffer panel, tile, widened;
+    int64_t widened_chunk = -1;  // the chunk of fp16-kept panels `widened` holds
+  };
   void planes(const RunContext& ctx, const ConvWindow& win, const Tensor& x, int64_t n, int64_t iz,
-              int64_t oy0, int64_t oy1, uint8_t* dst) const;
+              int64_t oy0, int64_t oy1, uint8_t* dst, PlanesScratch& s) const;
   int64_t out_channels() const { return mg_ * group_; }
   int64_t in_channels() const { return c_; }
   const GemmKernel& kernel() const { return g_; }

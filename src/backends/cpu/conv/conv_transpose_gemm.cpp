@@ -322,8 +322,8 @@ void ConvTransposeGemm::run_disjoint(const RunContext& ctx, const ConvWindow& wi
 }
 
 void ConvTransposeGemm::planes(const RunContext& ctx, const ConvWindow& win, const Tensor& x,
-                               int64_t n, int64_t iz, int64_t oy0, int64_t oy1,
-                               uint8_t* dst) const {
+                               int64_t n, int64_t iz, int64_t oy0, int64_t oy1, uint8_t* dst,
+                               PlanesScratch& s) const {
   if (group_ != 1 || g_.mr % 2 != 0 || win.kernel[1] != 2 || win.kernel[2] != 2 ||
       !disjoint_taps(win) || kvol_ != win.kernel_size() || iz < 0 || iz >= win.in[0] || oy0 < 0 ||
       oy1 > win.out[1])
@@ -342,11 +342,16 @@ void ConvTransposeGemm::planes(const RunContext& ctx, const ConvWindow& win, con
   const Tiling t = tiling(g_, ks, cols_all);
   const std::vector<int64_t> offsets = panel_offsets(g_, cg);
   const uint8_t* xb = static_cast<const uint8_t*>(x.raw());
-  PanelBuffer panel(static_cast<size_t>(ks * t.tile_cols) * bb, ctx.scratch);
-  PanelBuffer tile(static_cast<size_t>(mr * t.tile_cols) * es, ctx.scratch);
-  PanelBuffer widened = a_.scratch(a_chunk_bytes_, ctx);
+  // The thread's buffers, grown as calls need (a call per input plane and band of rows).
+  const size_t panel_bytes = static_cast<size_t>(ks * t.tile_cols) * bb,
+               tile_bytes = static_cast<size_t>(mr * t.tile_cols) * es;
+  if (s.panel.size() < panel_bytes) s.panel = PanelBuffer(panel_bytes, ctx.scratch);
+  if (s.tile.size() < tile_bytes) s.tile = PanelBuffer(tile_bytes, ctx.scratch);
+  if (a_.narrow() && s.widened.size() < a_chunk_bytes_)
+    s.widened = PanelBuffer(a_chunk_bytes_, ctx.scratch);
+  const PanelBuffer &panel = s.panel, &tile = s.tile;
   std::vector<InputRun> runs;
-  const int64_t plane_elems = win.out[1] * win.out[2];
+  const int64_t plane_elems = (oy1 - oy0) * win.out[2];  // a channel's rows in dst
   for (int64_t q0 = 0; q0 < cols_all; q0 += t.tile_cols) {
     const int64_t cols = std::min(t.tile_cols, cols_all - q0);
     pack_b(g_, xb + (n * c_ * s_in + p0 + q0) * static_cast<int64_t>(es), s_in, cg, cols,
@@ -354,7 +359,14 @@ void ConvTransposeGemm::planes(const RunContext& ctx, const ConvWindow& win, con
     input_runs(win, p0 + q0, cols, runs);
     for (int64_t ch = 0; ch < chunks; ++ch) {
       const int64_t rows = std::min(chunk_, mg_ - ch * chunk_) * kvol_;
-      const uint8_t* a = a_.range(ch * a_chunk_bytes_, a_chunk_bytes_, widened.data(), ctx, false);
+      // fp16-kept panels widened once a chunk: with one chunk (most up-convolutions of a UNet's
+      // top levels), once a thread for the run.
+      const uint8_t* a = a_.kept() + ch * a_chunk_bytes_;
+      if (a_.narrow()) {
+        if (s.widened_chunk != ch) a_.widen(ch * a_chunk_bytes_, a_chunk_bytes_, s.widened.data());
+        s.widened_chunk = ch;
+        a = s.widened.data();
+      }
       const float* bias = bias_rows_.data() + ch * rows_full;
       for (int64_t r0 = 0; r0 < rows; r0 += mr) {
         const int64_t mrr = std::min(mr, rows - r0);
@@ -375,7 +387,8 @@ void ConvTransposeGemm::planes(const RunContext& ctx, const ConvWindow& win, con
             if (oy < oy0 || oy >= oy1) continue;
             interleave_taps(tile.data() + (i * t.tile_cols + run.q) * static_cast<int64_t>(es),
                             t.tile_cols, run.len, es,
-                            out + (oy * win.out[2] + 2 * run.ix) * static_cast<int64_t>(es), false);
+                            out + ((oy - oy0) * win.out[2] + 2 * run.ix) * static_cast<int64_t>(es),
+                            false);
           }
         }
       }

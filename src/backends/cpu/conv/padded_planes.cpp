@@ -45,8 +45,8 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
     const int64_t skip = std::clamp<int64_t>(shift - win.pad[2], 0, win.in[2]);
     const int64_t to = (win.pad[2] - shift + skip) * bb, n = win.in[2] - skip;
     for (int64_t iy = iy0; iy < iy1; ++iy)
-      convert(src + iy * in_row + skip * es, second ? second + iy * in_row + skip * es : nullptr,
-              row_base(iy) + to, n);
+      convert(src + (iy - iy0) * in_row + skip * es,
+              second ? second + (iy - iy0) * in_row + skip * es : nullptr, row_base(iy) + to, n);
     return;
   }
   // Phase rx holds input columns j * sx + rx - pad for j in [j0, j1): from the row's element
@@ -66,10 +66,10 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
     // either.
     const int64_t first = at[0] < at[1] ? 0 : 1, n = j1[0] - j0[0];
     for (int64_t iy = iy0; iy < iy1; ++iy) {
-      const uint8_t* row = src + iy * in_row + at[first];
+      const uint8_t* row = src + (iy - iy0) * in_row + at[first];
       uint8_t* base = row_base(iy);
       if (pair)
-        g.to_panel_pair_split(row, second ? second + iy * in_row + at[first] : nullptr,
+        g.to_panel_pair_split(row, second ? second + (iy - iy0) * in_row + at[first] : nullptr,
                               base + to[first], base + to[1 - first], static_cast<size_t>(n));
       else
         g.to_panel_split(row, base + to[first], base + to[1 - first], static_cast<size_t>(n));
@@ -78,8 +78,8 @@ void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph
   }
   uint8_t* scratch2 = scratch + 2 * ph.xlen * es;
   for (int64_t iy = iy0; iy < iy1; ++iy) {
-    const uint8_t* row = src + iy * in_row;
-    const uint8_t* row2 = second ? second + iy * in_row : nullptr;
+    const uint8_t* row = src + (iy - iy0) * in_row;
+    const uint8_t* row2 = second ? second + (iy - iy0) * in_row : nullptr;
     uint8_t* base = row_base(iy);
     for (int64_t r = 0; r < sx; ++r) {
       if (j1[r] <= j0[r]) continue;
@@ -104,7 +104,7 @@ void copy_wide_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayou
     uint16_t* d = reinterpret_cast<uint16_t*>(
         dst + (py % ph.sy * ph.phase_plane + (py / ph.sy - y0) * n) * static_cast<int64_t>(ph.bb));
     std::memset(d, 0, static_cast<size_t>(left) * 2);
-    g.to_bf16_values(src + iy * width * es, d + left, static_cast<size_t>(width));
+    g.to_bf16_values(src + (iy - iy0) * width * es, d + left, static_cast<size_t>(width));
     std::memset(d + left + width, 0, static_cast<size_t>(right) * 2);
   }
 }

@@ -20,20 +20,21 @@ struct PhaseLayout {
   size_t bb;
 };
 
-// Converts input rows [iy0, iy1) of one input plane (`src`, storage dtype) into the phases of a
-// padded plane starting at `dst`: padded row py = iy + pad lands in phase row py / sy - y0, column
-// j of phase rx holds padded column j * sx + rx, or with unit strides and a `shift`, padded
-// column j + shift (the second tap of a tap pair). `scratch` holds 4 * xlen storage elements.
-// With `pair` (a channel pair, no shift: g.to_panel_pair), `dst` is the element and both
+// Converts input rows [iy0, iy1) of one input plane (`src` its row iy0, storage dtype) into the
+// phases of a padded plane starting at `dst`: padded row py = iy + pad lands in phase row py / sy -
+// y0, column j of phase rx holds padded column j * sx + rx, or with unit strides and a `shift`,
+// padded column j + shift (the second tap of a tap pair). `scratch` holds 4 * xlen storage
+// elements. With `pair` (a channel pair, no shift: g.to_panel_pair), `dst` is the element and both
 // members are written at once, the second from the same rows of `second`, or zeros where
 // `second` is null (an odd channel count's last pack).
 void copy_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
                const uint8_t* src, bool pair, const uint8_t* second, int64_t iy0, int64_t iy1,
                int64_t y0, int64_t shift, uint8_t* dst, uint8_t* scratch);
 
-// Input rows [iy0, iy1) of one channel's plane into a padded plane of width pairs (`ph` with
-// one width phase): element j of a padded row holds padded columns 2j and 2j + 1, so the padded
-// row is its columns as consecutive bf16 values, written whole (padding zeros included).
+// Input rows [iy0, iy1) of one channel's plane (`src` its row iy0) into a padded plane of width
+// pairs (`ph` with one width phase): element j of a padded row holds padded columns 2j and 2j + 1,
+// so the padded row is its columns as consecutive bf16 values, written whole (padding zeros
+// included).
 void copy_wide_rows(const GemmKernel& g, const ConvWindow& win, const PhaseLayout& ph,
                     const uint8_t* src, int64_t iy0, int64_t iy1, int64_t y0, uint8_t* dst);
 
