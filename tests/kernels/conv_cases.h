@@ -244,6 +244,16 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
       n.attrs.items[kFusedXUpsample].is = c.x_upsample;
     }
   }
+  // Two constant inputs of the node (weights, and a bias or none) from input `at` on.
+  auto add_constants = [&](int at, const char* w_name, const Tensor& w, const char* b_name,
+                           const Tensor* b) {
+    n.inputs.resize(static_cast<size_t>(at), -1);
+    const int wv = value(w_name), bv = b ? value(b_name) : -1;
+    g.constants[wv] = w;
+    if (bv >= 0) g.constants[bv] = *b;
+    n.inputs.push_back(wv);
+    n.inputs.push_back(bv);
+  };
   if (c.head > 0) {
     // Its weights (Mh, M, 1...) and bias follow X's parts; Y has Mh channels.
     Shape hw(c.w.size(), 1);
@@ -251,12 +261,8 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     hw[1] = m;
     out.head_w = random_tensor(t, hw, rng, -1, 1);
     out.head_b = random_tensor(t, {c.head}, rng, -0.5, 0.5);
-    n.inputs.resize(static_cast<size_t>(fused_head_input(n)), -1);
-    const int hwv = value("head_w"), hbv = c.head_bias ? value("head_b") : -1;
-    g.constants[hwv] = out.head_w;
-    if (hbv >= 0) g.constants[hbv] = out.head_b;
-    n.inputs.push_back(hwv);
-    n.inputs.push_back(hbv);
+    add_constants(fused_head_input(n), "head_w", out.head_w, "head_b",
+                  c.head_bias ? &out.head_b : nullptr);
     n.attrs.items[kFusedHead].kind = ir::Attribute::Kind::i;
     n.attrs.items[kFusedHead].i = 1;
     if (c.head_softmax) {
@@ -269,12 +275,8 @@ inline bool build(const ConvCase& c, DType t, std::mt19937& rng, Built& out) {
     // Its weights and bias after X's parts and the head's.
     n.attrs.items[kFusedXTransposed].kind = ir::Attribute::Kind::i;
     n.attrs.items[kFusedXTransposed].i = c.x_transposed;
-    n.inputs.resize(static_cast<size_t>(fused_transposed_input(n)), -1);
-    const int uwv = value("up_w"), ubv = c.transposed_bias ? value("up_b") : -1;
-    g.constants[uwv] = out.up_w;
-    if (ubv >= 0) g.constants[ubv] = out.up_b;
-    n.inputs.push_back(uwv);
-    n.inputs.push_back(ubv);
+    add_constants(fused_transposed_input(n), "up_w", out.up_w, "up_b",
+                  c.transposed_bias ? &out.up_b : nullptr);
   }
   g.nodes.push_back(n);
   return true;
