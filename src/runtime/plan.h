@@ -58,8 +58,11 @@ void plan_arena(const ir::Graph& g, Plan& p, const std::vector<char>& overwrite 
 /// 12.8 MiB) and unet3d_monai (27.0 -> 34.4 MiB) 3-4% faster, MONAI's spleen UNet (27.0 -> 40.8
 /// MiB) 1-2%, unet3d_bn and unet3d_gn at 96^3
 /// (91.1 -> 114.8 MiB) level: activations that outgrow the caches meet the other core's lines in
-/// memory either way.
-constexpr int64_t kThreadClassesMaxBytes = int64_t{32} << 20;
+/// memory either way. So were the fp16 models of nnunet3d and unet3d_bn at 96^3 once their
+/// up-convolutions went into the convolutions (30.4 -> 35.4 MiB, 2026-12-03, three alternations:
+/// 59.30 / 58.26 / 58.70 ms with regions, 59.35 / 58.55 / 58.58 without; 56.95 / 56.46 / 56.27
+/// and 56.38 / 56.52 / 56.98), which took 5 MiB of peak RSS: hence 28 MiB, above MONAI's 27.
+constexpr int64_t kThreadClassesMaxBytes = int64_t{28} << 20;
 
 /// Binds `input_shapes` (one per graph input, in order) and infers everything else. Small integer
 /// inputs whose values decide shapes (axes, sizes) may be given in `input_values` (nullptr where
