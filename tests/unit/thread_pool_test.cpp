@@ -104,6 +104,38 @@ TEST(ThreadPool, RangesStayOnTheirThreads) {
   }
 }
 
+// ThreadPool::current_thread() names the thread running a job as its cursor does: 0 on the
+// caller and on threads outside any pool, 1.. on the workers, every thread of a job its own.
+TEST(ThreadPool, CurrentThreadMatchesTheCursor) {
+  EXPECT_EQ(ThreadPool::current_thread(), 0);
+  std::thread outside([] { EXPECT_EQ(ThreadPool::current_thread(), 0); });
+  outside.join();
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    // One item a thread, each waiting for the others to begin theirs, so every thread runs one.
+    std::atomic<int> begun{0};
+    std::atomic<bool> timed_out{false};
+    std::vector<int> named(static_cast<size_t>(threads), -1);
+    pool.parallel_ranges(threads, [&](RangeCursor& items) {
+      const int64_t first = items.next();
+      if (first < 0) return;
+      EXPECT_EQ(ThreadPool::current_thread(), items.thread());
+      named[static_cast<size_t>(first)] = ThreadPool::current_thread();
+      begun++;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (begun.load() < threads)
+        if (std::chrono::steady_clock::now() > until) {
+          timed_out = true;
+          return;
+        }
+    });
+    ASSERT_FALSE(timed_out) << "a range waited for one that never began";
+    std::sort(named.begin(), named.end());
+    for (int t = 0; t < threads; ++t) EXPECT_EQ(named[static_cast<size_t>(t)], t);
+    EXPECT_EQ(ThreadPool::current_thread(), 0) << "the caller after its jobs";
+  }
+}
+
 // A slow thread's range is taken over from its back: the caller runs its ten items slowly, and the
 // worker, done with its own range in no time, takes range 0's back half, in order, then halves of
 // what is left. Then a worker that starts late (the test seam) leaves the caller to run most of
