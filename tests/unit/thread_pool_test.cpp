@@ -11,6 +11,15 @@
 namespace voxrt {
 namespace {
 
+// Counts the calling thread as begun and waits until `threads` have: false after 5 s without.
+bool all_begin(std::atomic<int>& begun, int threads) {
+  begun++;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (begun.load() < threads)
+    if (std::chrono::steady_clock::now() > until) return false;
+  return true;
+}
+
 // Every index is visited exactly once, for any size and chunking, on one thread or several.
 TEST(ThreadPool, CoversEveryIndexOnce) {
   for (int threads : {1, 2, 3}) {
@@ -81,13 +90,10 @@ TEST(ThreadPool, RangesStayOnTheirThreads) {
         const int64_t first = items.next();
         if (first < 0) return;
         ids[static_cast<size_t>(first)] = std::this_thread::get_id();
-        begun++;
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (begun.load() < threads)
-          if (std::chrono::steady_clock::now() > until) {
-            timed_out = true;
-            return;
-          }
+        if (!all_begin(begun, threads)) {
+          timed_out = true;
+          return;
+        }
         EXPECT_EQ(items.next(), -1);
       });
       ASSERT_FALSE(timed_out) << "a range waited for one that never began";
@@ -121,13 +127,10 @@ TEST(ThreadPool, CurrentThreadMatchesTheCursor) {
       if (first < 0) return;
       EXPECT_EQ(ThreadPool::current_thread(), items.thread());
       named[static_cast<size_t>(first)] = ThreadPool::current_thread();
-      begun++;
-      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (begun.load() < threads)
-        if (std::chrono::steady_clock::now() > until) {
-          timed_out = true;
-          return;
-        }
+      if (!all_begin(begun, threads)) {
+        timed_out = true;
+        return;
+      }
     });
     ASSERT_FALSE(timed_out) << "a range waited for one that never began";
     std::sort(named.begin(), named.end());
