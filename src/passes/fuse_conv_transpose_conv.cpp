@@ -57,8 +57,8 @@ bool fusable_conv_transpose(const ir::Graph& g, const ir::Node& t) {
 // computed by that convolution where it reads X (x_transposed): its drivers make the rows of each
 // depth plane of the up-convolution's output (a band of them at a time, each thread its own)
 // from one plane of its input where they copy X's rows into their padded planes, so that output,
-// 4 (2D) or 8 (3D) times the values of its input over half the channels, is never written, nor
-// read back.
+// 8 times the positions of its input (over half the channels, in most UNets), is never written,
+// nor read back.
 void fuse_conv_transpose_into_conv(ir::Graph& g) {
   const auto consumers = g.consumers();
   const auto producers = g.producers();
