@@ -4,6 +4,8 @@
 //   build/bench/conv_bench --benchmark_filter='conv3x3x3_32to32_96/f32/avx512/t1'
 //   build/bench/conv_bench --benchmark_filter='32to32_96/f16/.*/t2' --benchmark_repetitions=5
 //   build/bench/conv_bench --benchmark_filter='96/f32/avx512(bf16_bf16math)?/t1'  (bf16 products)
+//   build/bench/conv_bench --benchmark_filter='64to64_48/f32/avx512(_direct)?/t1'  (Winograd's
+//   form, where it applies, against the direct one)
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -33,6 +35,8 @@ std::vector<ConvCase> cases() {
   auto k3 = [](int64_t m, int64_t c) { return Shape{m, c, 3, 3, 3}; };
   std::vector<int64_t> p1 = {1, 1, 1, 1, 1, 1};
   return {
+      {"conv3x3x3_128to128_24", "Conv", cube(24, 128), k3(128, 128), p1, {}, {}},
+      {"conv3x3x3_64to64_48", "Conv", cube(48, 64), k3(64, 64), p1, {}, {}},
       {"conv3x3x3_32to32_48", "Conv", cube(48, 32), k3(32, 32), p1, {}, {}},
       {"conv3x3x3_32to32_96", "Conv", cube(96, 32), k3(32, 32), p1, {}, {}},
       {"conv3x3x3_16to16_96", "Conv", cube(96, 16), k3(16, 16), p1, {}, {}},
@@ -226,7 +230,7 @@ struct Lowered {
   int64_t macs = 0;
 };
 
-std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa, FpMath fpmath) {
+std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa, FpMath fpmath, bool winograd) {
   auto l = std::make_unique<Lowered>();
   std::mt19937 rng(1);
   std::uniform_real_distribution<double> d(-1, 1);
@@ -265,7 +269,8 @@ std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa, FpMath fpmat
   ints("output_padding", c.output_padding);
   n.attrs.where = g.where(n);
   g.nodes.push_back(n);
-  l->op = CpuRegistry::instance().lower(n, g, OpRegistry::instance().create(n, g), isa, fpmath);
+  l->op = CpuRegistry::instance().lower(n, g, OpRegistry::instance().create(n, g), isa, fpmath,
+                                        winograd);
   std::vector<ValueMeta> meta = {
       {true, t, c.x, nullptr}, {true, t, c.w, &l->w}, {true, t, {m}, &l->b}};
   Shape ys = l->op->infer_shapes(meta)[0];
@@ -275,8 +280,8 @@ std::unique_ptr<Lowered> lower(const ConvCase& c, DType t, Isa isa, FpMath fpmat
 }
 
 void run_case(benchmark::State& state, const ConvCase& c, DType t, Isa isa, FpMath fpmath,
-              int threads) {
-  std::unique_ptr<Lowered> l = lower(c, t, isa, fpmath);
+              bool winograd, int threads) {
+  std::unique_ptr<Lowered> l = lower(c, t, isa, fpmath, winograd);
   ThreadPool pool(threads);
   std::vector<const Tensor*> in = {&l->x, &l->w, &l->b};
   std::vector<Tensor> out = {l->y};
@@ -306,19 +311,26 @@ const bool registered = [] {
             std::pair{Isa::avx512, FpMath::strict}, std::pair{Isa::avx2, FpMath::strict}}) {
         if (cpu_features().detected < isa) continue;
         if (isa == Isa::avx512fp16 && t == DType::f32) continue;  // same kernel as avx512
-        for (int threads : {1, 2}) {
-          std::string name = c.name + "/" + std::string(t == DType::f32 ? "f32" : "f16") + "/" +
-                             isa_name(isa) + (fpmath == FpMath::bf16 ? "_bf16math" : "") + "/t" +
-                             std::to_string(threads);
-          auto* b = benchmark::RegisterBenchmark(
-              name.c_str(), [c, t, isa = isa, fpmath = fpmath, threads](benchmark::State& s) {
-                run_case(s, c, t, isa, fpmath, threads);
-              });
-          b->Unit(benchmark::kMillisecond);
-          // One thread: rates from its CPU time, which a busy machine disturbs least. Two: from
-          // wall time, the only measure of the speed-up (run those on a quiet machine).
-          if (threads > 1) b->UseRealTime();
-        }
+        // "_direct": SessionOptions::winograd off, where the layer would take Winograd's form.
+        const bool winograd_applies = fpmath == FpMath::strict && isa != Isa::avx512fp16 &&
+                                      c.op == "Conv" && c.strides.empty() && c.w[0] >= 16 &&
+                                      c.w[1] >= 16 && c.w[2] == 3;
+        for (bool winograd : {true, false})
+          for (int threads : {1, 2}) {
+            if (!winograd && !winograd_applies) continue;
+            std::string name = c.name + "/" + std::string(t == DType::f32 ? "f32" : "f16") + "/" +
+                               isa_name(isa) + (fpmath == FpMath::bf16 ? "_bf16math" : "") +
+                               (winograd ? "" : "_direct") + "/t" + std::to_string(threads);
+            auto* b = benchmark::RegisterBenchmark(
+                name.c_str(),
+                [c, t, isa = isa, fpmath = fpmath, winograd, threads](benchmark::State& s) {
+                  run_case(s, c, t, isa, fpmath, winograd, threads);
+                });
+            b->Unit(benchmark::kMillisecond);
+            // One thread: rates from its CPU time, which a busy machine disturbs least. Two: from
+            // wall time, the only measure of the speed-up (run those on a quiet machine).
+            if (threads > 1) b->UseRealTime();
+          }
       }
   return true;
 }();

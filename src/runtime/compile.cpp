@@ -119,7 +119,7 @@ CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options) {
     const cpu::Isa isa = cpu::max_isa();
     auto lower = [&](size_t k) {
       m.ops[k] = cpu::CpuRegistry::instance().lower(m.graph.nodes[k], m.graph, std::move(m.ops[k]),
-                                                    isa, options.fpmath);
+                                                    isa, options.fpmath, options.winograd);
     };
     if (options.pool && options.pool->size() > 1) {
       // Lowerings read the graph and write only their own node's op; packing a layer's weights

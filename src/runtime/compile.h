@@ -25,6 +25,7 @@ struct CompileOptions {
   std::string stop_after;          // stop the pass list after the pass of this name
   bool cpu_kernels = true;         // lower nodes to optimized CPU kernels where one applies
   FpMath fpmath = FpMath::strict;  // arithmetic the CPU kernels may use
+  bool winograd = true;            // convolutions may take Winograd's form (SessionOptions)
   /// Lowers (and so packs the weights of) several nodes at once on this pool's threads; null:
   /// the calling thread alone, node by node.
   ThreadPool* pool = nullptr;

@@ -62,6 +62,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   co.stop_after = opt.stop_after_pass;
   co.cpu_kernels = opt.backend == Backend::cpu;
   co.fpmath = opt.fpmath;
+  co.winograd = opt.winograd;
   pool = std::make_unique<ThreadPool>(opt.threads);
   co.pool = pool.get();
   model = compile(co);

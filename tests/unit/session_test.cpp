@@ -135,10 +135,11 @@ TEST(Session, Bf16ProductsFollowTheOptionAndTheCpu) {
 // keep between runs (none before the first run).
 TEST(Session, ReportsWeightAndScratchBytes) {
   const std::string dir = voxrt::test::source_dir() + "/tests/fixtures/";
-  auto measure = [&](const std::string& file, FpMath m, Backend b) {
+  auto measure = [&](const std::string& file, FpMath m, Backend b, bool winograd = false) {
     SessionOptions o;
     o.fpmath = m;
     o.backend = b;
+    o.winograd = winograd;
     Session s(dir + file, o);
     EXPECT_EQ(s.scratch_peak_bytes(), 0);
     const DType t = s.inputs()[0].dtype;
@@ -167,6 +168,12 @@ TEST(Session, ReportsWeightAndScratchBytes) {
   if (cpu_info().bf16_products) {
     EXPECT_LT(half_scratch, fp32_scratch);  // bf16 pairs: half the bytes of fp32 panels
   }
+  // Winograd's form (above, off): its 3x3x3 layers of 16 channels and more hold 64 transformed
+  // weights for every 27.
+  const auto [wino_w, wino_scratch, pw] =
+      measure("unet3d_monai_op17.onnx", FpMath::strict, Backend::cpu, true);
+  EXPECT_GT(wino_w, fp32_w);
+  EXPECT_LT(wino_w, fp32_w * 64 / 27);
 }
 
 TEST(Session, RejectsWrongInputs) {

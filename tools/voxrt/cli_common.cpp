@@ -98,6 +98,8 @@ void apply_precision(const std::string& p, SessionOptions& opt) {
     throw Error("precision '" + p + "' is not one of " + names);
   }
   opt.fpmath = bf16 ? FpMath::bf16 : FpMath::strict;
+  const char* winograd = std::getenv("VOXRT_WINOGRAD");
+  opt.winograd = !winograd || std::string(winograd) != "0";
   if (bf16 && !cpu_info().bf16_products)
     std::fprintf(stderr, "note: precision %s: this CPU (%s) has no AVX512-BF16; running %s\n",
                  p.c_str(), cpu_info().isa.c_str(), storage.c_str());

@@ -3,6 +3,7 @@
 // FusedConv's fp32 output from fp16 storage), weights or bias that are not constants, more than
 // three spatial axes, and ConvTranspose with output_shape or SAME padding.
 #include "backends/cpu/conv/conv_gemm.h"
+#include "backends/cpu/conv/conv_winograd.h"
 #include "backends/cpu/cpu_op.h"
 #include "backends/ref/ops/fused.h"
 
@@ -122,25 +123,27 @@ class GemmConvOp : public CpuOp {
         : windows_.residual_from < 0
             ? ConvResidual(in[3])
             : ConvResidual(*in[3], windows_.residual_from, windows_.residual_channels);
-    if (windows_.x_from >= 0) {  // likewise X's C channels from x_from on
-      conv_->run(ctx, conv_window(g), ConvInput(x, windows_.x_from, windows_.x_channels), residual,
-                 out[0]);
-      return;
-    }
-    if (parts_ == 1 && !up) {
-      conv_->run(ctx, conv_window(g), x, residual, out[0]);
-      return;
-    }
-    conv_->run(ctx, conv_window(g),
-               ConvInput(std::move(parts), upsampled_.modes, upsampled_.kernels,
-                         TransposedPart{transposed_, up_.get(), ctx}),
-               residual, out[0]);
+    auto run = [&](const ConvInput& input) {
+      if (winograd_)
+        winograd_->run(ctx, conv_window(g), input, residual, out[0]);
+      else
+        conv_->run(ctx, conv_window(g), input, residual, out[0]);
+    };
+    if (windows_.x_from >= 0)  // likewise X's C channels from x_from on
+      run(ConvInput(x, windows_.x_from, windows_.x_channels));
+    else if (parts_ == 1 && !up)
+      run(x);
+    else
+      run(ConvInput(std::move(parts), upsampled_.modes, upsampled_.kernels,
+                    TransposedPart{transposed_, up_.get(), ctx}));
   }
   std::string kernel_name() const override {
-    return conv_->kernel_names() + (up_ ? std::string(" +up ") + up_->kernel().name : "");
+    return (winograd_ ? winograd_->kernel_names() : conv_->kernel_names()) +
+           (up_ ? std::string(" +up ") + up_->kernel().name : "");
   }
   int64_t packed_bytes() const override {
-    return static_cast<int64_t>(conv_->packed_bytes() + (up_ ? up_->packed_bytes() : 0));
+    return static_cast<int64_t>((winograd_ ? winograd_->packed_bytes() : conv_->packed_bytes()) +
+                                (up_ ? up_->packed_bytes() : 0));
   }
   std::vector<int> packed_inputs() const override {  // W and B, a head's, a transposed part's
     std::vector<int> v = {1, 2};
@@ -149,6 +152,8 @@ class GemmConvOp : public CpuOp {
     return v;
   }
   void set_up_input(int i) { up_input_ = i; }
+  /// Runs the convolution in Winograd's form instead of `conv`'s.
+  void set_winograd(std::unique_ptr<ConvWinograd> w) { winograd_ = std::move(w); }
 
  private:
   ref::WindowAttrs attrs_;
@@ -158,7 +163,8 @@ class GemmConvOp : public CpuOp {
   int head_input_;  // the head's weights (its bias next), or -1 without a head
   Windows windows_;
   Upsampled upsampled_;
-  std::unique_ptr<ConvGemm> conv_;
+  std::unique_ptr<ConvGemm> conv_;  // null where winograd_ runs the convolution
+  std::unique_ptr<ConvWinograd> winograd_;
   int64_t transposed_;  // the part of X a ConvTranspose's input (x_transposed), or -1
   std::unique_ptr<ConvTransposeGemm> up_;  // that ConvTranspose
   int up_input_ = -1;                      // its weights (its bias next)
@@ -231,11 +237,22 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
-  auto conv = std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
+  // Winograd's form where it applies and X's parts are read as stored; not with a head (its mix
+  // runs on the direct path's strips), nor where fp16 storage has an fp32 output (a fused Cast,
+  // whose sums are held to the fp32 bound: the transformed weights are kept rounded to fp16).
+  const bool winograd = head.channels == 0 && upsampled.modes.empty() && transposed < 0 &&
+                        ctx.output_dtype(0) == a.w->dtype() && ctx.winograd &&
+                        ConvWinograd::applies(spatial(a.w->shape()), attrs.strides, attrs.dilations,
+                                              a.group, m, a.w->dim(1), *a.kernel);
+  auto conv =
+      winograd ? nullptr
+               : std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
   auto op = std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
                                          residual, parts, head_input, windows, std::move(upsampled),
                                          std::move(conv), transposed, std::move(up));
   op->set_up_input(up_input);
+  if (winograd)
+    op->set_winograd(std::make_unique<ConvWinograd>(*a.kernel, ctx.isa, *a.w, a.bias, e));
   return op;
 }
 

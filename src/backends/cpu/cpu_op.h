@@ -52,6 +52,7 @@ struct LowerContext {
   const ir::Graph& graph;
   Isa isa;
   FpMath fpmath;  // bf16: Conv and ConvTranspose may use the bf16 dot-product gemm rows
+  bool winograd = true;  // Conv may take Winograd's form (SessionOptions::winograd)
   const Tensor* constant_input(int i) const {
     return node.has_input(i) ? graph.constant(node.inputs[static_cast<size_t>(i)]) : nullptr;
   }
@@ -73,7 +74,7 @@ class CpuRegistry {
   void add(const std::string& op_type, Lowering lowering);
   /// The optimized op for this node, or `ref` itself when no lowering accepts it.
   std::unique_ptr<Op> lower(const ir::Node& node, const ir::Graph& graph, std::unique_ptr<Op> ref,
-                            Isa isa, FpMath fpmath = FpMath::strict) const;
+                            Isa isa, FpMath fpmath = FpMath::strict, bool winograd = true) const;
 
  private:
   std::multimap<std::string, Lowering> lowerings_;

@@ -1,0 +1,221 @@
+#include "backends/cpu/conv/conv_winograd.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/thread_pool.h"
+
+namespace voxrt::cpu {
+
+namespace {
+
+// G, the weight transform along one axis: 4 x 3.
+constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+// Output channels a block's products are made and transformed back for at a time: the products'
+// scratch stays at positions x this x NR values.
+constexpr int64_t kChannelChunk = 64;
+
+// Floats between the positions' panels past the panels themselves: consecutive positions then
+// start on different cache sets (panels of 32 x 48 floats, 6 KiB, put all 64 positions in two sets
+// of the L1, and the transforms, which read or write every position of a lane vector together,
+// missed it on every access).
+constexpr int64_t kPositionPad = 16;
+
+// One run of a block's tiles along the width: batch item n, tile plane tz and row ty, tiles [tx,
+// tx + len), in lanes [lane, lane + len) of the block.
+struct Segment {
+  int64_t n, tz, ty, tx, len, lane;
+};
+
+}  // namespace
+
+bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                           const std::vector<int64_t>& dilations, int64_t group, int64_t m,
+                           int64_t c, const GemmKernel& g) {
+  if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < kMinChannels ||
+      c < kMinChannels || m * c < kMinPairs || m * c > kMaxPairs)
+    return false;
+  for (size_t d = 0; d < kernel.size(); ++d)
+    if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||
+        (!dilations.empty() && dilations[d] != 1))
+      return false;
+  return g.a_panel == PanelType::f32 && g.b_panel == PanelType::f32 && g.k_pack == 1 &&
+         g.k_carry == 0 && g.nr <= kWinogradMaxLen && winograd_kernels(g.storage, runs_on(g));
+}
+
+ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias,
+                           ConvEpilogue e)
+    : g_(g),
+      k_(*winograd_kernels(g.storage, std::min(isa, runs_on(g)))),
+      m_(w.dim(0)),
+      c_(w.dim(1)),
+      depth_(w.rank() == 5),
+      positions_(w.rank() == 5 ? 64 : 16),
+      e_(std::move(e)) {
+  if (w.rank() < 4 || w.rank() > 5)
+    throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) +
+                ", expected (M, C, 3, 3) or (M, C, 3, 3, 3)");
+  for (int64_t d = 2; d < w.rank(); ++d)
+    if (w.dim(d) != 3)
+      throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) + ", expected kernel 3");
+  u_bytes_ = packed_a_bytes(g_, m_, c_);
+  u_ = APanels(g_, u_bytes_ * static_cast<size_t>(positions_));
+  // Per output channel: U[xi][m][c] = (G g G^T) over the axes, in double, then packed a
+  // position at a time.
+  const int64_t taps = depth_ ? 27 : 9, pd = depth_ ? 4 : 1, kd = depth_ ? 3 : 1;
+  std::vector<float> wf(static_cast<size_t>(c_ * taps));
+  std::vector<float> u(static_cast<size_t>(positions_ * m_ * c_));
+  for (int64_t m = 0; m < m_; ++m) {
+    weights_to_f32(w, m * c_ * taps, c_ * taps, wf.data());
+    for (int64_t c = 0; c < c_; ++c) {
+      const float* k = wf.data() + c * taps;
+      for (int64_t p = 0; p < pd; ++p)
+        for (int64_t q = 0; q < 4; ++q)
+          for (int64_t r = 0; r < 4; ++r) {
+            double s = 0;
+            for (int64_t a = 0; a < kd; ++a)
+              for (int64_t b = 0; b < 3; ++b)
+                for (int64_t t = 0; t < 3; ++t)
+                  s += (depth_ ? kG[p][a] : 1.0) * kG[q][b] * kG[r][t] * k[(a * 3 + b) * 3 + t];
+            u[static_cast<size_t>((((p * 4 + q) * 4 + r) * m_ + m) * c_ + c)] =
+                static_cast<float>(s);
+          }
+    }
+  }
+  for (int64_t xi = 0; xi < positions_; ++xi)
+    u_.fill(static_cast<size_t>(xi) * u_bytes_, u_bytes_,
+            [&](uint8_t* dst) { pack_a(g_, u.data() + xi * m_ * c_, c_, 1, m_, c_, dst); });
+  bias_ = bias ? weights_to_f32(*bias) : std::vector<float>(static_cast<size_t>(m_), 0.0f);
+}
+
+void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
+                       const ConvResidual& residual, Tensor& y) const {
+  if (x.upsampled()) throw Error("ConvWinograd: X's parts must be read as stored");
+  const int64_t nr = g_.nr, mr = g_.mr;
+  const int64_t od = win.out[0], oh = win.out[1], ow = win.out[2];
+  const int64_t id = win.in[0], ih = win.in[1], iw = win.in[2];
+  const int64_t td = depth_ ? (od + 1) / 2 : od, th = (oh + 1) / 2, tw = (ow + 1) / 2;
+  const int64_t per_item = td * th * tw, total = x.batch() * per_item;
+  const int64_t blocks = ceil_div(total, nr);
+  const int64_t stride = ceil_div(nr, kWinogradLanePad) * kWinogradLanePad + kWinogradLanePad;
+  const int64_t rows = depth_ ? 16 : 4;  // input rows of a tile
+  const int64_t chunk = std::min(m_, std::max<int64_t>(1, kChannelChunk / mr) * mr);
+  if (y.dtype() != g_.storage) throw Error("ConvWinograd: Y's dtype must be the storage's");
+  const int64_t es = static_cast<int64_t>(dtype_size(g_.storage));
+  const std::vector<int64_t> offsets = panel_offsets(g_, c_);
+  // Floats from one position's B panel (products) to the next's.
+  const int64_t v_step = c_ * nr + kPositionPad, m_step = chunk * nr + kPositionPad;
+  const int64_t out_plane = oh * ow, out_vol = od * out_plane;
+  uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  GemmParams gp;
+  gp.f32_out = true;
+
+  auto work = [&](RangeCursor& cur) {
+    ScratchCache* own = ctx.own_scratch(cur.thread());
+    // Per thread: the B panels of every position (C steps x NR lanes each), the products of a
+    // chunk of output channels, the width-transformed rows of one input channel, the inverse
+    // transforms of one output channel; fp16-kept weights widened a position at a time.
+    const size_t v_floats = static_cast<size_t>(positions_ * v_step);
+    const size_t m_floats = static_cast<size_t>(positions_ * m_step + kWinogradLanePad);
+    const size_t t_floats = static_cast<size_t>(rows * 4 * stride);
+    PanelBuffer buf((v_floats + m_floats + 2 * t_floats) * sizeof(float), own);
+    float* v = reinterpret_cast<float*>(buf.data());
+    float* prod = v + v_floats;
+    float* tmp = prod + m_floats;
+    float* o = tmp + t_floats;
+    PanelBuffer widened = u_.scratch(u_bytes_, ctx);
+    std::vector<Segment> segs;
+    std::vector<const void*> row(static_cast<size_t>(rows));
+    for (int64_t b = cur.next(); b >= 0; b = cur.next()) {
+      const int64_t t0 = b * nr, nt = std::min(nr, total - t0);
+      segs.clear();
+      for (int64_t t = t0; t < t0 + nt;) {
+        const int64_t n = t / per_item, r = t % per_item, tx = r % tw, ty = r / tw % th,
+                      tz = r / tw / th;
+        const int64_t len = std::min({tw - tx, t0 + nt - t, kWinogradMaxLen});
+        segs.push_back({n, tz, ty, tx, len, t - t0});
+        t += len;
+      }
+      // The rows of channel c a segment's tiles read (null outside X), each from its first
+      // value a tile reads.
+      auto find_rows = [&](const Segment& s, int64_t c) {
+        const uint8_t* plane = x.plane(s.n, c);
+        const int64_t x0 = std::max<int64_t>(0, 2 * s.tx - win.pad[2]);
+        for (int64_t a = 0; a < (depth_ ? 4 : 1); ++a)
+          for (int64_t bb = 0; bb < 4; ++bb) {
+            const int64_t iz = depth_ ? 2 * s.tz - win.pad[0] + a : s.tz;
+            const int64_t iy = 2 * s.ty - win.pad[1] + bb;
+            const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
+            row[static_cast<size_t>(a * 4 + bb)] =
+                in ? plane + ((iz * ih + iy) * iw + x0) * es : nullptr;
+          }
+      };
+      // Input transform, a channel at a time: each segment's rows, lanes past the block's tiles
+      // zero (the gemms read whole panels), then the height and depth transforms. The next
+      // channel's rows are prefetched first: a block reads 16 short rows of every channel, too
+      // many streams for the hardware prefetchers (the rows' loads were half of the transform's
+      // time, waiting on memory).
+      for (int64_t c = 0; c < c_; ++c) {
+        if (c + 1 < c_)
+          for (const Segment& s : segs) {
+            find_rows(s, c + 1);
+            const int64_t bytes = std::min(2 * s.len + 2, iw) * es;
+            for (const void* r : row)
+              if (r)
+                for (int64_t o = 0; o < bytes; o += 64)
+                  __builtin_prefetch(static_cast<const uint8_t*>(r) + o);
+          }
+        for (const Segment& s : segs) {
+          find_rows(s, c);
+          // The rows from their start: input_rows reads them from x0 on.
+          const int64_t x0 = 2 * s.tx - win.pad[2], back = std::max<int64_t>(0, x0) * es;
+          for (const void*& r : row)
+            if (r) r = static_cast<const uint8_t*>(r) - back;
+          k_.input_rows(row.data(), rows, x0, iw, s.len, tmp + s.lane, stride);
+        }
+        if (nt < nr) {
+          std::fill(row.begin(), row.end(), nullptr);
+          k_.input_rows(row.data(), rows, 0, iw, nr - nt, tmp + nt, stride);
+        }
+        k_.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
+      }
+      for (int64_t m0 = 0; m0 < m_; m0 += chunk) {
+        const int64_t mc = std::min(chunk, m_ - m0);
+        for (int64_t xi = 0; xi < positions_; ++xi) {
+          const size_t at = static_cast<size_t>(xi) * u_bytes_;
+          const uint8_t* a = u_.range(at, u_bytes_, widened.data(), ctx, false);
+          for (int64_t mb = m0; mb < m0 + mc; mb += mr)
+            g_.ukernel(static_cast<size_t>(std::min(mr, m0 + mc - mb)), static_cast<size_t>(nt),
+                       static_cast<size_t>(c_), a + packed_a_bytes(g_, mb, c_), v + xi * v_step,
+                       offsets.data(), prod + xi * m_step + (mb - m0) * nr, static_cast<size_t>(nr),
+                       gp);
+        }
+        for (int64_t m = m0; m < m0 + mc; ++m) {
+          k_.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
+          ActParams act{e_.act, e_.slopes.empty() ? e_.alpha : e_.slopes[static_cast<size_t>(m)]};
+          for (const Segment& s : segs)
+            for (int64_t dz = 0; dz < (depth_ ? 2 : 1); ++dz)
+              for (int64_t dy = 0; dy < 2; ++dy) {
+                const int64_t oz = depth_ ? 2 * s.tz + dz : s.tz, oy = 2 * s.ty + dy;
+                if (oz >= od || oy >= oh) continue;
+                const int64_t at = (s.n * m_ + m) * out_vol + oz * out_plane + oy * ow + 2 * s.tx;
+                const int64_t cols = std::min(2 * s.len, ow - 2 * s.tx);
+                k_.output_row(o + (dz * 2 + dy) * 4 * stride + s.lane, stride, s.len, cols,
+                              bias_[static_cast<size_t>(m)],
+                              residual ? residual.at(s.n, at) : nullptr, act, e_.residual_after_act,
+                              yb + at * es);
+              }
+        }
+      }
+    }
+  };
+  if (ctx.pool)
+    ctx.pool->parallel_ranges(blocks, work);
+  else {
+    RangeCursor cur(blocks);
+    work(cur);
+  }
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,62 @@
+// 3x3x3 and 3x3 convolutions of stride 1 in Winograd's F(2, 3) form: a block of NR output tiles
+// (2x2x2 positions in 3D, 2x2 in 2D) at a time, its input tiles transformed into the B panels of
+// 64 (16) gemms, one per transform position, whose A panels are the transformed weights (packed
+// once here), and the products transformed back into Y's rows with the convolution's epilogue
+// (backends/cpu/kernels/winograd/). A 3D layer takes 64 products per input and output channel
+// pair and tile of eight positions where the direct form takes 216.
+//
+//   if (ConvWinograd::applies(kernel, strides, dilations, group, m, c, g))
+//     conv = std::make_unique<ConvWinograd>(g, isa, w, &b, epilogue);
+//   conv->run(ctx, conv_window(geometry), x, residual, y);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/conv/conv_gemm.h"
+#include "backends/cpu/kernels/winograd/winograd.h"
+
+namespace voxrt::cpu {
+
+class ConvWinograd {
+ public:
+  /// Whether a convolution runs here: kernel 3 along its two or three spatial axes, strides and
+  /// dilations 1, one group, M output and C input channels as below, and a row `g` of fp32
+  /// panels (fp32 products: not bf16 pairs nor fp16 arithmetic) with a winograd kernel of its
+  /// storage at its ISA. `kernel`, `strides` and `dilations` are the node's (spatial axes).
+  static bool applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                      const std::vector<int64_t>& dilations, int64_t group, int64_t m, int64_t c,
+                      const GemmKernel& g);
+  /// M and C at least kMinChannels and M x C from kMinPairs to kMaxPairs. The transforms' share
+  /// of the work grows as the channels shrink: on the Zen 5 VM, one thread, 3D layers at 48^3
+  /// and 96^3 (`voxrt bench` on one-node models, SessionOptions::winograd off and on), 16 -> 16
+  /// took 9.0 / 62.6 ms against the direct form's 8.3 / 69.2, 16 -> 32 13.6 / 107.1 against 16.3 /
+  /// 129.6, 32 -> 32 21.9 / 162.6 against 29.9 / 248.4, 48 -> 48 41.0 / 302.5 against 67.3 /
+  /// 544.6. Past kMaxPairs are a UNet's deepest layers, whose few positions (4^3, 8^2) each
+  /// transformed weight serves do not repay its bytes (64 for every 27 in 3D): 320 -> 320 at 4^3
+  /// took 4.7 ms against 3.6, and its transformed weights 26 MB against 11.
+  static constexpr int64_t kMinChannels = 16, kMinPairs = 16 * 32, kMaxPairs = 256 * 256;
+  /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null.
+  ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e);
+  /// y = act(conv(x) + bias + residual) (the residual after the activation where the epilogue
+  /// says so); x's parts must be read as stored (not upsampled or transposed), y of the storage
+  /// dtype.
+  void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
+           const ConvResidual& residual, Tensor& y) const;
+  std::string kernel_names() const { return std::string(g_.name) + " " + k_.name; }
+  /// Bytes of the packed weights and bias.
+  size_t packed_bytes() const { return u_.size() + bias_.size() * sizeof(float); }
+
+ private:
+  const GemmKernel& g_;
+  const WinogradKernels& k_;
+  int64_t m_, c_;
+  bool depth_;               // 3D: 64 transform positions, tiles of 2x2x2; else 16, tiles of 2x2
+  int64_t positions_;        // 64 or 16
+  APanels u_;                // per position: the M x C transformed weights, packed for g_
+  size_t u_bytes_ = 0;       // one position's
+  std::vector<float> bias_;  // M values, zeros without a bias
+  ConvEpilogue e_;
+};
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,12 @@
+#include "backends/cpu/kernels/vec/vec_avx512.h"
+#include "backends/cpu/kernels/winograd/winograd_impl.h"
+
+namespace voxrt::cpu {
+
+const WinogradKernels* f32_winograd_avx512() {
+  static constexpr WinogradKernels k =
+      WinogradImpl<VecAvx512, float>::table("f32_winograd__avx512");
+  return &k;
+}
+
+}  // namespace voxrt::cpu

@@ -1,0 +1,113 @@
+// Convolutions in Winograd's F(2, 3) form (backends/cpu/conv/conv_winograd.cpp, the transforms in
+// kernels/winograd/) against the reference ops, on every ISA path with fp32 products: 3D and 2D,
+// sizes that leave tiles and blocks partial, every padding, batches whose blocks cross items,
+// more output channels than a chunk, tile rows longer than one transform call takes, and the
+// FusedConv epilogue (residual before and after the activation, per-channel slopes, parts of X, a
+// window of X's channels; an fp32 output from fp16 storage stays direct).
+#include "backends/cpu/conv/conv_winograd.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_op.h"
+#include "conv_cases.h"
+#include "runtime/thread_pool.h"
+
+namespace voxrt::cpu::conv_cases {
+namespace {
+
+// The kernel the lowering picks for `c` in dtype t on `path`.
+std::string lowered_kernel(const ConvCase& c, DType t, Path path, bool winograd = true) {
+  Built b;
+  std::mt19937 rng(1);
+  if (!build(c, t, rng, b)) return "invalid case";
+  const ir::Node& n = b.graph.nodes[0];
+  return CpuRegistry::instance()
+      .lower(n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath, winograd)
+      ->kernel_name();
+}
+
+TEST_P(ConvLoweringTest, WinogradMatchesReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(43);
+  std::vector<ConvCase> cases;
+  const std::vector<int64_t> pads3 = {1, 1, 1, 1, 1, 1};
+  auto add = [&](const char* op, Shape x, Shape w) -> ConvCase& {
+    return add_case(cases, op, std::move(x), std::move(w));
+  };
+  add("Conv", {1, 16, 7, 9, 11}, {32, 16, 3, 3, 3}).ints("pads", pads3);
+  add("Conv", {2, 20, 6, 5, 8}, {27, 20, 3, 3, 3});  // no padding; blocks cross the batch items
+  add("Conv", {1, 18, 5, 6, 7}, {70, 18, 3, 3, 3}).ints("pads", {2, 1, 0, 0, 1, 2}).bias = false;
+  add("Conv", {1, 32, 4, 3, 2}, {16, 32, 3, 3, 3}).ints("pads", pads3);  // one block, one tile row
+  add("FusedConv", {2, 24, 6, 7, 5}, {23, 24, 3, 3, 3}).ints("pads", pads3).residual = true;
+  add("FusedConv", {1, 16, 5, 8, 9}, {33, 16, 3, 3, 3})
+      .ints("pads", pads3)
+      .i(kResidualAfterActivation, 1)
+      .activation = "LeakyRelu";
+  add("FusedConv", {1, 16, 6, 6, 6}, {40, 16, 3, 3, 3}).ints("pads", pads3).slopes = true;
+  add("FusedConv", {1, 28, 5, 6, 7}, {20, 28, 3, 3, 3}).ints("pads", pads3).x_parts = {12, 16};
+  add("FusedConv", {1, 16, 5, 5, 6}, {32, 16, 3, 3, 3}).ints("pads", pads3).x_from = 1;
+  add("FusedConv", {1, 16, 6, 5, 9}, {32, 16, 3, 3, 3})
+      .ints("pads", pads3)
+      .i(kFusedCastTo, 1)
+      .activation = "Relu";
+  add("Conv", {1, 16, 9, 300}, {32, 16, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
+  add("FusedConv", {2, 24, 10, 13}, {24, 24, 3, 3}).ints("pads", {0, 1, 2, 1}).residual = true;
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (DType t : {DType::f32, DType::f16}) {
+      // Winograd's form wherever the row has fp32 products (f32 panels), else the direct one.
+      const GemmKernel* row =
+          find_gemm_kernel(GetParam().isa, t, c.w[0], GetParam().fpmath == FpMath::bf16);
+      const bool f32_products = row->a_panel == PanelType::f32 && row->k_carry == 0 &&
+                                (t == DType::f32 || !c.attrs.count(kFusedCastTo));
+      const std::string kernel = lowered_kernel(c, t, GetParam());
+      EXPECT_EQ(kernel.find("_winograd__") != std::string::npos, f32_products)
+          << c.str() << " " << dtype_name(t) << ": " << kernel;
+      EXPECT_EQ(lowered_kernel(c, t, GetParam(), false).find("winograd"), std::string::npos)
+          << c.str() << ": SessionOptions::winograd off";
+      check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+    }
+}
+
+// Where the direct form stays: fewer than 16 channels on either side or 16 x 32 pairs, more than
+// 256 x 256 pairs, strides, dilations, groups, kernels other than 3, 1D, a head, parts of X made
+// where they are read.
+TEST(ConvWinograd, AppliesOnlyWhereItShould) {
+  const GemmKernel& g = *find_gemm_kernel(Isa::scalar, DType::f32);
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, 16, 32, g));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 32, 64, g));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 256, 256, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 16, 16, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 15, 64, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 8, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {1, 1, 2}, {}, 1, 32, 32, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {2, 1, 1}, 1, 32, 32, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 2, 64, 32, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 1}, {}, {}, 1, 32, 32, g));
+  EXPECT_FALSE(ConvWinograd::applies({3}, {}, {}, 1, 32, 32, g));
+  const GemmKernel* bf16 = find_gemm_kernel(Isa::avx512bf16, DType::f32, 32, true);
+  if (bf16 && bf16_dot(*bf16))
+    EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 32, 32, *bf16)) << "bf16 products";
+  ConvCase head;
+  head.op = "FusedConv";
+  head.x = {1, 32, 5, 6, 7};
+  head.w = {32, 32, 3, 3, 3};
+  head.ints("pads", {1, 1, 1, 1, 1, 1}).head = 2;
+  EXPECT_EQ(lowered_kernel(head, DType::f32, {Isa::scalar, FpMath::strict}).find("winograd"),
+            std::string::npos);
+  ConvCase up = head;
+  up.head = 0;
+  up.x = {1, 32, 6, 6, 6};
+  up.x_parts = {16, 16};
+  up.x_upsample = {1, 0};
+  EXPECT_EQ(lowered_kernel(up, DType::f32, {Isa::scalar, FpMath::strict}).find("winograd"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace voxrt::cpu::conv_cases
