@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "backends/cpu/cpu_op.h"
+#include "backends/ref/ops/fused.h"
 #include "onnx/importer.h"
 #include "onnx/proto_io.h"
 #include "passes/passes.h"
@@ -112,6 +113,15 @@ CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options) {
     build_ops(m.graph);
   }
   m.graph_before_passes = graph_to_text(m.graph);
+  if (options.cpu_kernels && options.winograd) {
+    // Convolutions the CPU backend will run in Winograd's form read X as stored: the passes
+    // fuse no Resize or ConvTranspose into them. nnU-Net's 3d network at 128^3 on one thread,
+    // its decoders' first convolutions then in Winograd's form: 4.35 s -> 3.34, activations 600
+    // -> 792 MiB.
+    for (ir::Node& n : m.graph.nodes)
+      if (cpu::conv_reads_x_as_stored(m.graph, n, cpu::max_isa(), options.fpmath))
+        n.attrs.set_int(kXAsStored, 1);
+  }
   if (options.optimize) run_passes(m.graph, options.stop_after);
   m.graph.remove_dead();
   m.ops = build_ops(m.graph);

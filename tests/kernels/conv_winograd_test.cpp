@@ -109,5 +109,37 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
             std::string::npos);
 }
 
+// runtime/compile.cpp marks the Conv nodes the lowering will run in Winograd's form before the
+// passes (kXAsStored), so that they fuse nothing into X: exactly those.
+TEST(ConvWinograd, MarksTheConvsItWillRun) {
+  const Path strict{Isa::scalar, FpMath::strict};
+  auto reads_as_stored = [](const ConvCase& c, DType t, Path path) {
+    Built b;
+    std::mt19937 rng(1);
+    EXPECT_TRUE(build(c, t, rng, b)) << c.str();
+    return conv_reads_x_as_stored(b.graph, b.graph.nodes[0], path.isa, path.fpmath);
+  };
+  ConvCase c;
+  c.x = {1, 32, 5, 6, 7};
+  c.w = {32, 32, 3, 3, 3};
+  c.ints("pads", {1, 1, 1, 1, 1, 1});
+  for (DType t : {DType::f32, DType::f16}) {
+    EXPECT_TRUE(reads_as_stored(c, t, strict));
+    EXPECT_NE(lowered_kernel(c, t, strict).find("winograd"), std::string::npos);
+  }
+  if (usable_isa() >= Isa::avx512bf16) {  // bf16 products: the direct form
+    const Path bf16{Isa::avx512bf16, FpMath::bf16};
+    EXPECT_FALSE(reads_as_stored(c, DType::f32, bf16));
+    EXPECT_EQ(lowered_kernel(c, DType::f32, bf16).find("winograd"), std::string::npos);
+  }
+  ConvCase narrow = c;
+  narrow.w = {16, 16, 3, 3, 3};
+  narrow.x = {1, 16, 5, 6, 7};
+  EXPECT_FALSE(reads_as_stored(narrow, DType::f32, strict));
+  ConvCase strided = c;
+  strided.ints("strides", {2, 2, 2});
+  EXPECT_FALSE(reads_as_stored(strided, DType::f32, strict));
+}
+
 }  // namespace
 }  // namespace voxrt::cpu::conv_cases

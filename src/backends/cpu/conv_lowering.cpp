@@ -359,6 +359,20 @@ std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_pt
 
 }  // namespace
 
+bool conv_reads_x_as_stored(const ir::Graph& g, const ir::Node& conv, Isa isa, FpMath fpmath) {
+  if (conv.op_type != "Conv" || !conv.domain.empty() || !conv.has_input(0) || !conv.has_input(1))
+    return false;
+  const Tensor* w = g.constant(conv.inputs[1]);
+  const auto& dt = g.values[static_cast<size_t>(conv.inputs[0])].dtype;
+  if (!w || w->rank() < 4 || !dt || w->dtype() != *dt) return false;
+  const int64_t group = conv.attrs.get_int("group", 1);
+  const GemmKernel* row =
+      group >= 1 ? find_gemm_kernel(isa, *dt, w->dim(0) / group, fpmath == FpMath::bf16) : nullptr;
+  return row && ConvWinograd::applies(spatial(w->shape()), conv.attrs.get_ints("strides", {}),
+                                      conv.attrs.get_ints("dilations", {}), group, w->dim(0),
+                                      w->dim(1), *row);
+}
+
 void register_conv_lowerings(CpuRegistry& r) {
   r.add("Conv",
         [](const LowerContext& c, std::unique_ptr<Op>& ref) { return lower_conv(c, ref, false); });
