@@ -54,8 +54,8 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
       .ints("pads", pads3)
       .i(kFusedCastTo, 1)
       .activation = "Relu";
-  add("Conv", {1, 16, 9, 300}, {32, 16, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
-  add("FusedConv", {2, 24, 10, 13}, {24, 24, 3, 3}).ints("pads", {0, 1, 2, 1}).residual = true;
+  add("Conv", {1, 64, 5, 300}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
+  add("FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual = true;
   int k = 0;
   for (const ConvCase& c : cases)
     for (DType t : {DType::f32, DType::f16}) {
@@ -73,13 +73,15 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
     }
 }
 
-// Where the direct form stays: fewer than 16 channels on either side or 16 x 32 pairs, more than
+// Where the direct form stays: fewer than 16 channels on either side or 16 x 32 pairs (64 x 64 in
+// 2D), more than
 // 256 x 256 pairs, strides, dilations, groups, kernels other than 3, 1D, a head, parts of X made
 // where they are read.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   const GemmKernel& g = *find_gemm_kernel(Isa::scalar, DType::f32);
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, 16, 32, g));
-  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 32, 64, g));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 64, 64, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 32, 64, g));
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 256, 256, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 16, 16, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, g));

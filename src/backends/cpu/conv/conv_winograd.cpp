@@ -34,7 +34,8 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g) {
   if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < kMinChannels ||
-      c < kMinChannels || m * c < kMinPairs || m * c > kMaxPairs)
+      c < kMinChannels || m * c < (kernel.size() == 2 ? kMinPairs2d : kMinPairs) ||
+      m * c > kMaxPairs)
     return false;
   for (size_t d = 0; d < kernel.size(); ++d)
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||

@@ -27,15 +27,19 @@ class ConvWinograd {
   static bool applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                       const std::vector<int64_t>& dilations, int64_t group, int64_t m, int64_t c,
                       const GemmKernel& g);
-  /// M and C at least kMinChannels and M x C from kMinPairs to kMaxPairs. The transforms' share
+  /// M and C at least kMinChannels and M x C from kMinPairs (kMinPairs2d in 2D) to kMaxPairs.
+  /// The transforms' share
   /// of the work grows as the channels shrink: on the Zen 5 VM, one thread, 3D layers at 48^3
   /// and 96^3 (`voxrt bench` on one-node models, SessionOptions::winograd off and on), 16 -> 16
   /// took 9.0 / 62.6 ms against the direct form's 8.3 / 69.2, 16 -> 32 13.6 / 107.1 against 16.3 /
   /// 129.6, 32 -> 32 21.9 / 162.6 against 29.9 / 248.4, 48 -> 48 41.0 / 302.5 against 67.3 /
-  /// 544.6. Past kMaxPairs are a UNet's deepest layers, whose few positions (4^3, 8^2) each
-  /// transformed weight serves do not repay its bytes (64 for every 27 in 3D): 320 -> 320 at 4^3
-  /// took 4.7 ms against 3.6, and its transformed weights 26 MB against 11.
-  static constexpr int64_t kMinChannels = 16, kMinPairs = 16 * 32, kMaxPairs = 256 * 256;
+  /// 544.6. In 2D, with 16 products for 36 rather than 64 for 216, 32 -> 32 took 1.49 / 37.5 ms at
+  /// 128^2 / 512^2 against 1.92 / 35.3, 48 -> 48 3.51 / 63.7 against 3.89 / 61.9, 128 -> 128 17.7
+  /// / 236 against 28.3 / 490. Past kMaxPairs are a UNet's deepest layers, whose few positions
+  /// (4^3, 8^2) each transformed weight serves do not repay its bytes (64 for every 27 in 3D): 320
+  /// -> 320 at 4^3 took 4.7 ms against 3.6, and its transformed weights 26 MB against 11.
+  static constexpr int64_t kMinChannels = 16, kMinPairs = 16 * 32, kMinPairs2d = 64 * 64,
+                           kMaxPairs = 256 * 256;
   /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null.
   ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e);
   /// y = act(conv(x) + bias + residual) (the residual after the activation where the epilogue
