@@ -138,42 +138,21 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
         segs.push_back({n, tz, ty, tx, len, t - t0});
         t += len;
       }
-      // The rows of channel c a segment's tiles read (null outside X), each from its first
-      // value a tile reads.
-      auto find_rows = [&](const Segment& s, int64_t c) {
-        const uint8_t* plane = x.plane(s.n, c);
-        const int64_t x0 = std::max<int64_t>(0, 2 * s.tx - win.pad[2]);
-        for (int64_t a = 0; a < (depth_ ? 4 : 1); ++a)
-          for (int64_t bb = 0; bb < 4; ++bb) {
-            const int64_t iz = depth_ ? 2 * s.tz - win.pad[0] + a : s.tz;
-            const int64_t iy = 2 * s.ty - win.pad[1] + bb;
-            const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
-            row[static_cast<size_t>(a * 4 + bb)] =
-                in ? plane + ((iz * ih + iy) * iw + x0) * es : nullptr;
-          }
-      };
-      // Input transform, a channel at a time: each segment's rows, lanes past the block's tiles
-      // zero (the gemms read whole panels), then the height and depth transforms. The next
-      // channel's rows are prefetched first: a block reads 16 short rows of every channel, too
-      // many streams for the hardware prefetchers (the rows' loads were half of the transform's
-      // time, waiting on memory).
+      // Input transform, a channel at a time: each segment's rows (null outside X), lanes past
+      // the block's tiles zero (the gemms read whole panels), then the height and depth
+      // transforms.
       for (int64_t c = 0; c < c_; ++c) {
-        if (c + 1 < c_)
-          for (const Segment& s : segs) {
-            find_rows(s, c + 1);
-            const int64_t bytes = std::min(2 * s.len + 2, iw) * es;
-            for (const void* r : row)
-              if (r)
-                for (int64_t o = 0; o < bytes; o += 64)
-                  __builtin_prefetch(static_cast<const uint8_t*>(r) + o);
-          }
         for (const Segment& s : segs) {
-          find_rows(s, c);
-          // The rows from their start: input_rows reads them from x0 on.
-          const int64_t x0 = 2 * s.tx - win.pad[2], back = std::max<int64_t>(0, x0) * es;
-          for (const void*& r : row)
-            if (r) r = static_cast<const uint8_t*>(r) - back;
-          k_.input_rows(row.data(), rows, x0, iw, s.len, tmp + s.lane, stride);
+          const uint8_t* plane = x.plane(s.n, c);
+          for (int64_t a = 0; a < (depth_ ? 4 : 1); ++a)
+            for (int64_t bb = 0; bb < 4; ++bb) {
+              const int64_t iz = depth_ ? 2 * s.tz - win.pad[0] + a : s.tz;
+              const int64_t iy = 2 * s.ty - win.pad[1] + bb;
+              const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
+              row[static_cast<size_t>(a * 4 + bb)] =
+                  in ? plane + (iz * ih + iy) * iw * es : nullptr;
+            }
+          k_.input_rows(row.data(), rows, 2 * s.tx - win.pad[2], iw, s.len, tmp + s.lane, stride);
         }
         if (nt < nr) {
           std::fill(row.begin(), row.end(), nullptr);

@@ -64,18 +64,20 @@ struct WinogradImpl {
     }
   }
 
-  static void input_finish(const float* in, int64_t stride, bool depth, int64_t lanes, float* v,
-                           int64_t v_stride) {
-    const int da = depth ? 4 : 1;
+  // The height and depth transforms with the depth a constant, so that the 16 (4) vectors of each
+  // width position stay in registers.
+  template <bool Depth>
+  static void finish(const float* in, int64_t stride, int64_t lanes, float* v, int64_t v_stride) {
+    constexpr int da = Depth ? 4 : 1;
     for (int64_t j = 0; j < lanes; j += W) {
       const int c = static_cast<int>(std::min<int64_t>(W, lanes - j));
       for (int u = 0; u < 4; ++u) {
-        V d[4][4];  // [a][b]
+        V d[da][4];  // [a][b]
         for (int a = 0; a < da; ++a) {
           for (int b = 0; b < 4; ++b) d[a][b] = S::load(in + ((a * 4 + b) * 4 + u) * stride + j);
           bt(d[a][0], d[a][1], d[a][2], d[a][3]);
         }
-        if (depth)
+        if constexpr (Depth)
           for (int q = 0; q < 4; ++q) bt(d[0][q], d[1][q], d[2][q], d[3][q]);
         for (int p = 0; p < da; ++p)
           for (int q = 0; q < 4; ++q) {
@@ -89,12 +91,20 @@ struct WinogradImpl {
     }
   }
 
-  static void output_gather(const float* m, int64_t m_stride, bool depth, int64_t lanes, float* o,
-                            int64_t stride) {
-    const int dp = depth ? 4 : 1;
+  static void input_finish(const float* in, int64_t stride, bool depth, int64_t lanes, float* v,
+                           int64_t v_stride) {
+    if (depth)
+      finish<true>(in, stride, lanes, v, v_stride);
+    else
+      finish<false>(in, stride, lanes, v, v_stride);
+  }
+
+  template <bool Depth>
+  static void gather(const float* m, int64_t m_stride, int64_t lanes, float* o, int64_t stride) {
+    constexpr int dp = Depth ? 4 : 1;
     for (int64_t j = 0; j < lanes; j += W) {
       for (int u = 0; u < 4; ++u) {
-        V s[4][2];  // [p][dy]: A^T along the height
+        V s[dp][2];  // [p][dy]: A^T along the height
         for (int p = 0; p < dp; ++p) {
           V x[4];
           for (int q = 0; q < 4; ++q) x[q] = S::load(m + ((p * 4 + q) * 4 + u) * m_stride + j);
@@ -102,7 +112,7 @@ struct WinogradImpl {
           s[p][1] = S::sub(S::sub(x[1], x[2]), x[3]);
         }
         for (int dy = 0; dy < 2; ++dy) {
-          if (depth) {
+          if constexpr (Depth) {
             S::store(o + (dy * 4 + u) * stride + j, S::add(S::add(s[0][dy], s[1][dy]), s[2][dy]));
             S::store(o + ((2 + dy) * 4 + u) * stride + j,
                      S::sub(S::sub(s[1][dy], s[2][dy]), s[3][dy]));
@@ -112,6 +122,14 @@ struct WinogradImpl {
         }
       }
     }
+  }
+
+  static void output_gather(const float* m, int64_t m_stride, bool depth, int64_t lanes, float* o,
+                            int64_t stride) {
+    if (depth)
+      gather<true>(m, m_stride, lanes, o, stride);
+    else
+      gather<false>(m, m_stride, lanes, o, stride);
   }
 
   template <Act A>
