@@ -238,8 +238,8 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   ref::WindowAttrs attrs = ref::parse_window(oc);
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
   // Winograd's form where it applies and X's parts are read as stored; not with a head (its mix
-  // runs on the direct path's strips), nor where fp16 storage has an fp32 output (a fused Cast,
-  // whose sums are held to the fp32 bound: the transformed weights are kept rounded to fp16).
+  // runs on the direct path's strips), nor where fp16 storage has an fp32 output (a fused Cast:
+  // the inverse transforms store the storage dtype).
   const bool winograd = head.channels == 0 && upsampled.modes.empty() && transposed < 0 &&
                         ctx.output_dtype(0) == a.w->dtype() && ctx.winograd &&
                         ConvWinograd::applies(spatial(a.w->shape()), attrs.strides, attrs.dilations,

@@ -268,9 +268,9 @@ void PanelBuffer::poison() {
 #endif
 }
 
-APanels::APanels(const GemmKernel& g, size_t bytes)
+APanels::APanels(const GemmKernel& g, size_t bytes, bool fp16_values)
     : g_(&g),
-      narrow_(g.storage == DType::f16 &&
+      narrow_(fp16_values && g.storage == DType::f16 &&
               (g.a_panel == PanelType::f32 || g.a_panel == PanelType::f16_pair)),
       bytes_(bytes),
       kept_(PanelBuffer::packed(narrow_ ? bytes / 2 : bytes)) {}

@@ -279,8 +279,10 @@ class RingBuffers {
 class APanels {
  public:
   APanels() = default;
-  /// `bytes` of panels in `g`'s layout.
-  APanels(const GemmKernel& g, size_t bytes);
+  /// `bytes` of panels in `g`'s layout. `fp16_values`: the values packed are fp16 weights (or
+  /// zeros), so fp16 storage may keep them narrowed; otherwise they are kept as the row takes
+  /// them.
+  APanels(const GemmKernel& g, size_t bytes, bool fp16_values = true);
   /// Writes bytes [offset, offset + bytes) of the layout: `pack(dst)` writes them in the row's
   /// layout at dst (pack_a), here or into a staging copy narrowed to fp16.
   template <class Pack>

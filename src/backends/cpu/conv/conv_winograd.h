@@ -57,7 +57,7 @@ class ConvWinograd {
   int64_t m_, c_;
   bool depth_;               // 3D: 64 transform positions, tiles of 2x2x2; else 16, tiles of 2x2
   int64_t positions_;        // 64 or 16
-  APanels u_;                // per position: the M x C transformed weights, packed for g_
+  APanels u_;                // per position: the M x C transformed weights, packed for g_ (fp32)
   size_t u_bytes_ = 0;       // one position's
   std::vector<float> bias_;  // M values, zeros without a bias
   ConvEpilogue e_;
