@@ -1,9 +1,10 @@
 // Convolutions in Winograd's F(2, 3) form (backends/cpu/conv/conv_winograd.cpp, the transforms in
 // kernels/winograd/) against the reference ops, on every ISA path with fp32 products: 3D and 2D,
-// sizes that leave tiles and blocks partial, every padding, batches whose blocks cross items,
-// more output channels than a chunk, tile rows longer than one transform call takes, and the
-// FusedConv epilogue (residual before and after the activation, per-channel slopes, parts of X, a
-// window of X's channels; an fp32 output from fp16 storage stays direct).
+// sizes that leave tiles and blocks partial, X smaller than a tile or one column wide, pads of 0
+// to 2, batches whose blocks cross items, more output channels than a chunk, tile rows longer
+// than one transform call takes, and the FusedConv epilogue (residual before and after the
+// activation, per-channel slopes, parts of X, a window of X's channels; an fp32 output from fp16
+// storage stays direct).
 #include "backends/cpu/conv/conv_winograd.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,8 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   add("Conv", {2, 20, 6, 5, 8}, {27, 20, 3, 3, 3});  // no padding; blocks cross the batch items
   add("Conv", {1, 18, 5, 6, 7}, {70, 18, 3, 3, 3}).ints("pads", {2, 1, 0, 0, 1, 2}).bias = false;
   add("Conv", {1, 32, 4, 3, 2}, {16, 32, 3, 3, 3}).ints("pads", pads3);  // one block, one tile row
+  add("Conv", {2, 32, 1, 2, 1}, {16, 32, 3, 3, 3}).ints("pads", pads3);  // X smaller than a tile
+  add("Conv", {1, 16, 3, 4, 40}, {32, 16, 3, 3, 3}).ints("pads", {2, 2, 2, 2, 2, 2});  // pads 2
   add("FusedConv", {2, 24, 6, 7, 5}, {23, 24, 3, 3, 3}).ints("pads", pads3).residual = true;
   add("FusedConv", {1, 16, 5, 8, 9}, {33, 16, 3, 3, 3})
       .ints("pads", pads3)
@@ -56,6 +59,7 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
       .activation = "Relu";
   add("Conv", {1, 64, 5, 300}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
   add("FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual = true;
+  add("Conv", {1, 64, 7, 1}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // one column
   int k = 0;
   for (const ConvCase& c : cases)
     for (DType t : {DType::f32, DType::f16}) {

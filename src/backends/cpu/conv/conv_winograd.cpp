@@ -66,31 +66,36 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
   // fp32 model, `voxrt run`: relative L2 1.80e-3 and argmax 99.907% with them rounded to fp16,
   // 1.38e-3 and 99.926% kept in fp32 (the direct form: 1.45e-3, 99.928% against torch).
   u_ = APanels(g_, u_bytes_ * static_cast<size_t>(positions_), false);
-  // Per output channel: U[xi][m][c] = (G g G^T) over the axes, in double, then packed a
-  // position at a time.
-  const int64_t taps = depth_ ? 27 : 9, pd = depth_ ? 4 : 1, kd = depth_ ? 3 : 1;
-  std::vector<float> wf(static_cast<size_t>(c_ * taps));
-  std::vector<float> u(static_cast<size_t>(positions_ * m_ * c_));
-  for (int64_t m = 0; m < m_; ++m) {
-    weights_to_f32(w, m * c_ * taps, c_ * taps, wf.data());
-    for (int64_t c = 0; c < c_; ++c) {
-      const float* k = wf.data() + c * taps;
-      for (int64_t p = 0; p < pd; ++p)
-        for (int64_t q = 0; q < 4; ++q)
-          for (int64_t r = 0; r < 4; ++r) {
-            double s = 0;
-            for (int64_t a = 0; a < kd; ++a)
-              for (int64_t b = 0; b < 3; ++b)
-                for (int64_t t = 0; t < 3; ++t)
-                  s += (depth_ ? kG[p][a] : 1.0) * kG[q][b] * kG[r][t] * k[(a * 3 + b) * 3 + t];
-            u[static_cast<size_t>((((p * 4 + q) * 4 + r) * m_ + m) * c_ + c)] =
-                static_cast<float>(s);
-          }
-    }
+  // U[xi][m][c] = (G g G^T) over the axes, in double, a block of MR output channels at a time,
+  // each position's micro-panel of the block packed from it: the copies beside the panels stay a
+  // block's (a whole layer's transformed weights in floats were as large as the panels).
+  const int64_t taps = depth_ ? 27 : 9, pd = depth_ ? 4 : 1, kd = depth_ ? 3 : 1, mr = g_.mr;
+  const size_t panel_bytes = packed_a_bytes(g_, mr, c_);
+  std::vector<float> wf(static_cast<size_t>(mr * c_ * taps));
+  std::vector<float> u(static_cast<size_t>(positions_ * mr * c_));
+  for (int64_t m0 = 0; m0 < m_; m0 += mr) {
+    const int64_t rows = std::min(mr, m_ - m0);
+    weights_to_f32(w, m0 * c_ * taps, rows * c_ * taps, wf.data());
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t c = 0; c < c_; ++c) {
+        const float* k = wf.data() + (m * c_ + c) * taps;
+        for (int64_t p = 0; p < pd; ++p)
+          for (int64_t q = 0; q < 4; ++q)
+            for (int64_t r = 0; r < 4; ++r) {
+              double sum = 0;
+              for (int64_t a = 0; a < kd; ++a)
+                for (int64_t b = 0; b < 3; ++b)
+                  for (int64_t t = 0; t < 3; ++t)
+                    sum += (depth_ ? kG[p][a] : 1.0) * kG[q][b] * kG[r][t] * k[(a * 3 + b) * 3 + t];
+              u[static_cast<size_t>((((p * 4 + q) * 4 + r) * rows + m) * c_ + c)] =
+                  static_cast<float>(sum);
+            }
+      }
+    for (int64_t xi = 0; xi < positions_; ++xi)
+      u_.fill(static_cast<size_t>(xi) * u_bytes_ + static_cast<size_t>(m0 / mr) * panel_bytes,
+              panel_bytes,
+              [&](uint8_t* dst) { pack_a(g_, u.data() + xi * rows * c_, c_, 1, rows, c_, dst); });
   }
-  for (int64_t xi = 0; xi < positions_; ++xi)
-    u_.fill(static_cast<size_t>(xi) * u_bytes_, u_bytes_,
-            [&](uint8_t* dst) { pack_a(g_, u.data() + xi * m_ * c_, c_, 1, m_, c_, dst); });
   bias_ = bias ? weights_to_f32(*bias) : std::vector<float>(static_cast<size_t>(m_), 0.0f);
 }
 
@@ -131,30 +136,37 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     float* o = tmp + t_floats;
     std::vector<Segment> segs;
     std::vector<const void*> row(static_cast<size_t>(rows));
-    for (int64_t b = cur.next(); b >= 0; b = cur.next()) {
+    // Block b's runs of tiles along the width.
+    auto segments = [&](int64_t b, std::vector<Segment>& out) {
+      out.clear();
       const int64_t t0 = b * nr, nt = std::min(nr, total - t0);
-      segs.clear();
       for (int64_t t = t0; t < t0 + nt;) {
         const int64_t n = t / per_item, r = t % per_item, tx = r % tw, ty = r / tw % th,
                       tz = r / tw / th;
         const int64_t len = std::min({tw - tx, t0 + nt - t, kWinogradMaxLen});
-        segs.push_back({n, tz, ty, tx, len, t - t0});
+        out.push_back({n, tz, ty, tx, len, t - t0});
         t += len;
       }
-      // Input transform, a channel at a time: each segment's rows (null outside X), lanes past
-      // the block's tiles zero (the gemms read whole panels), then the height and depth
-      // transforms.
+    };
+    // The rows of channel c segment s reads (null outside X).
+    auto rows_of = [&](const Segment& s, int64_t c) {
+      const uint8_t* plane = x.plane(s.n, c);
+      for (int64_t a = 0; a < (depth_ ? 4 : 1); ++a)
+        for (int64_t bb = 0; bb < 4; ++bb) {
+          const int64_t iz = depth_ ? 2 * s.tz - win.pad[0] + a : s.tz;
+          const int64_t iy = 2 * s.ty - win.pad[1] + bb;
+          const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
+          row[static_cast<size_t>(a * 4 + bb)] = in ? plane + (iz * ih + iy) * iw * es : nullptr;
+        }
+    };
+    for (int64_t b = cur.next(); b >= 0; b = cur.next()) {
+      const int64_t nt = std::min(nr, total - b * nr);
+      segments(b, segs);
+      // Input transform, a channel at a time: each segment's rows, lanes past the block's tiles
+      // zero (the gemms read whole panels), then the height and depth transforms.
       for (int64_t c = 0; c < c_; ++c) {
         for (const Segment& s : segs) {
-          const uint8_t* plane = x.plane(s.n, c);
-          for (int64_t a = 0; a < (depth_ ? 4 : 1); ++a)
-            for (int64_t bb = 0; bb < 4; ++bb) {
-              const int64_t iz = depth_ ? 2 * s.tz - win.pad[0] + a : s.tz;
-              const int64_t iy = 2 * s.ty - win.pad[1] + bb;
-              const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
-              row[static_cast<size_t>(a * 4 + bb)] =
-                  in ? plane + (iz * ih + iy) * iw * es : nullptr;
-            }
+          rows_of(s, c);
           k_.input_rows(row.data(), rows, 2 * s.tx - win.pad[2], iw, s.len, tmp + s.lane, stride);
         }
         if (nt < nr) {
