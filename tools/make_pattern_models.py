@@ -285,6 +285,22 @@ def monai_strided_units_in(opset):
     return monai_strided_units(opset, instance_norm=True)
 
 
+def wide_decoder(opset):
+    """A decoder level wide enough for the CPU backend's Winograd form (16 -> 32 and 32 -> 16 3x3x3
+    convolutions): Conv, InstanceNorm, LeakyRelu, strided Conv, ConvTranspose k2 s2, skip Concat,
+    Conv (whose X the passes leave whole: x_as_stored), InstanceNorm, Relu, a 1x1 output layer."""
+    g = Graph(opset)
+    a = g.op("LeakyRelu", [g.instance_norm(g.conv("x", 16, 32), 32)], alpha=0.01)
+    d = g.op("Relu", [g.conv(a, 32, 32, stride=2)])
+    u = g.op("ConvTranspose", [d, g.weights(32, 16, 2, 2, 2), g.const(np.zeros(16))],
+             kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    c = g.op("Concat", [g.conv(a, 32, 16, k=1), u], axis=1)
+    h = g.op("Relu", [g.instance_norm(g.conv(c, 32, 16), 16)])
+    g.nodes.append(helper.make_node("Conv", [h, g.weights(2, 16, 1, 1, 1)], ["y"],
+                                    kernel_shape=[1, 1, 1]))
+    return g.model([io("x", 16, [4, 4, 6])], [io("y", 2, [4, 4, 6])], "wide_decoder")
+
+
 PATTERNS = {
     "unet_bn": (unet_bn, [7, 9, 13, 17, 21]),
     "monai_residual": (monai_residual, [9, 13, 17, 21]),
@@ -296,6 +312,7 @@ PATTERNS = {
     "classifier_head": (classifier_head, [7, 11, 13, 17, 21]),
     "monai_strided_units": (monai_strided_units, [7, 11, 13, 17, 21]),
     "monai_strided_units_in": (monai_strided_units_in, [7, 11, 13, 17, 21]),
+    "wide_decoder": (wide_decoder, [7, 11, 13, 17, 21]),
 }
 
 

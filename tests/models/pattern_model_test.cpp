@@ -40,7 +40,7 @@ std::vector<std::string> patterns() {
   return out;
 }
 
-// The generator writes ten patterns at four to seven opsets each; a build that wrote none
+// The generator writes eleven patterns at four to seven opsets each; a build that wrote none
 // would otherwise pass by running no case.
 TEST(PatternModels, AllWereWritten) {
   EXPECT_GE(patterns().size(), 35u) << "in " << voxrt::test::pattern_dir();
@@ -113,6 +113,29 @@ TEST_P(PatternModel, MatchesReference) {
       ASSERT_EQ(got[o].shape(), want[o].shape()) << r.label << ", output " << o;
       EXPECT_LT(rel_l2(got[o], want[o]), r.tolerance) << r.label << ", output " << o;
     }
+  }
+}
+
+// The wide decoder's 3x3x3 convolutions run in Winograd's form and its ConvTranspose stays a node
+// of its own (the decoder's convolution reads X as stored); with SessionOptions::winograd off,
+// none does and the ConvTranspose goes into that convolution.
+TEST(PatternModels, WideDecoderTakesWinogradsForm) {
+  const std::string file = voxrt::test::pattern_dir() + "/voxrt_wide_decoder_op17.onnx";
+  for (bool winograd : {true, false}) {
+    SessionOptions opt;
+    opt.profiling = true;
+    opt.winograd = winograd;
+    Session s(file, opt);
+    std::vector<float> values(4096, 0.5f);
+    s.run({{s.inputs()[0].name, input_for(s, values)}});
+    int wino = 0, transposes = 0;
+    for (const NodeProfile& p : s.last_profile()) {
+      if (p.first_item != 0) continue;  // the batch's later groups list the nodes again
+      wino += p.kernel.find("_winograd__") != std::string::npos;
+      transposes += p.op_type == "ConvTranspose";
+    }
+    EXPECT_EQ(wino, winograd ? 2 : 0) << "winograd " << winograd;
+    EXPECT_EQ(transposes, winograd ? 1 : 0) << "winograd " << winograd;
   }
 }
 
