@@ -114,6 +114,7 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   if (y.dtype() != g_.storage) throw Error("ConvWinograd: Y's dtype must be the storage's");
   const int64_t es = static_cast<int64_t>(dtype_size(g_.storage));
   const std::vector<int64_t> offsets = panel_offsets(g_, c_);
+  const size_t panel_bytes = packed_a_bytes(g_, mr, c_);  // one micro-panel of MR channels
   // Floats from one position's B panel (products) to the next's.
   const int64_t v_step = c_ * nr + kPositionPad, m_step = chunk * nr + kPositionPad;
   const int64_t out_plane = oh * ow, out_vol = od * out_plane;
@@ -178,12 +179,12 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
       for (int64_t m0 = 0; m0 < m_; m0 += chunk) {
         const int64_t mc = std::min(chunk, m_ - m0);
         for (int64_t xi = 0; xi < positions_; ++xi) {
-          const uint8_t* a = u_.kept() + static_cast<size_t>(xi) * u_bytes_;
-          for (int64_t mb = m0; mb < m0 + mc; mb += mr)
+          const uint8_t* a = u_.kept() + static_cast<size_t>(xi) * u_bytes_ +
+                             static_cast<size_t>(m0 / mr) * panel_bytes;
+          for (int64_t mb = m0; mb < m0 + mc; mb += mr, a += panel_bytes)
             g_.ukernel(static_cast<size_t>(std::min(mr, m0 + mc - mb)), static_cast<size_t>(nt),
-                       static_cast<size_t>(c_), a + packed_a_bytes(g_, mb, c_), v + xi * v_step,
-                       offsets.data(), prod + xi * m_step + (mb - m0) * nr, static_cast<size_t>(nr),
-                       gp);
+                       static_cast<size_t>(c_), a, v + xi * v_step, offsets.data(),
+                       prod + xi * m_step + (mb - m0) * nr, static_cast<size_t>(nr), gp);
         }
         for (int64_t m = m0; m < m0 + mc; ++m) {
           k_.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
