@@ -102,6 +102,9 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
 void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                        const ConvResidual& residual, Tensor& y) const {
   if (x.upsampled()) throw Error("ConvWinograd: X's parts must be read as stored");
+  if (x.channels() != c_)
+    throw Error("ConvWinograd: X has " + std::to_string(x.channels()) + " channels, expected " +
+                std::to_string(c_));
   const int64_t nr = g_.nr, mr = g_.mr;
   const int64_t od = win.out[0], oh = win.out[1], ow = win.out[2];
   const int64_t id = win.in[0], ih = win.in[1], iw = win.in[2];
