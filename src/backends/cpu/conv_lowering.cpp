@@ -1,4 +1,5 @@
-// Conv, ConvTranspose and their voxrt.Fused* forms on the gemm kernels (backends/cpu/conv/).
+// Conv, ConvTranspose and their voxrt.Fused* forms on the gemm kernels (backends/cpu/conv/): a
+// Conv in Winograd's form where ConvWinograd applies (SessionOptions::winograd), else direct.
 // Declined, so the reference runs them: dtypes other than f32 and f16 (or mixed, but for a
 // FusedConv's fp32 output from fp16 storage), weights or bias that are not constants, more than
 // three spatial axes, and ConvTranspose with output_shape or SAME padding.
