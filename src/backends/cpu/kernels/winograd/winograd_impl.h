@@ -140,10 +140,11 @@ struct WinogradImpl {
     auto put = [&](V v, int64_t at) {
       const int count = static_cast<int>(std::min<int64_t>(W, cols - at));
       if (count <= 0) return;
+      auto res = [&] { return count == W ? S::load(r + at) : S::load_partial(r + at, count); };
       v = S::add(v, b);
-      if (r && !after) v = S::add(v, count == W ? S::load(r + at) : S::load_partial(r + at, count));
+      if (r && !after) v = S::add(v, res());
       v = activate<S, A>(v, pv);
-      if (r && after) v = S::add(v, count == W ? S::load(r + at) : S::load_partial(r + at, count));
+      if (r && after) v = S::add(v, res());
       if (count == W)
         S::store(y + at, v);
       else
