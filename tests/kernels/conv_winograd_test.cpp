@@ -77,17 +77,22 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
     }
 }
 
-// Where the direct form stays: fewer than 16 channels on either side or 16 x 32 pairs (64 x 64 in
-// 2D), more than
-// 256 x 256 pairs, strides, dilations, groups, kernels other than 3, 1D, a head, parts of X made
-// where they are read.
+// Where the direct form stays: fewer than 16 channels on either side or fewer pairs than
+// min_pairs, more than 256 x 256 pairs, strides, dilations, groups, kernels other than 3, 1D, a
+// head, parts of X made where they are read.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
+  EXPECT_EQ(ConvWinograd::min_pairs(3, false), 16 * 32);
+  EXPECT_EQ(ConvWinograd::min_pairs(2, false), 64 * 64);
+  EXPECT_EQ(ConvWinograd::min_pairs(3, true), 16 * 16);
+  EXPECT_EQ(ConvWinograd::min_pairs(2, true), 32 * 32);
+  // The scalar row's multiply-adds are few a cycle (narrow).
   const GemmKernel& g = *find_gemm_kernel(Isa::scalar, DType::f32);
+  ASSERT_TRUE(ConvWinograd::narrow_fma(g));
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, 16, 32, g));
-  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 64, 64, g));
-  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 32, 64, g));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 16, 16, g));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 32, 32, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 16, 32, g));
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 256, 256, g));
-  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 16, 16, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 15, 64, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 8, g));
@@ -96,9 +101,20 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 2, 64, 32, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 1}, {}, {}, 1, 32, 32, g));
   EXPECT_FALSE(ConvWinograd::applies({3}, {}, {}, 1, 32, 32, g));
+  // AVX-512 rows are narrow only where the CPU splits 512-bit operations (Zen 4).
+  if (const GemmKernel* w = find_gemm_kernel(Isa::avx512, DType::f32);
+      w && runs_on(*w) == Isa::avx512) {
+    const bool narrow = cpu_features().avx512_split;
+    EXPECT_EQ(ConvWinograd::narrow_fma(*w), narrow);
+    EXPECT_EQ(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 16, 16, *w), narrow);
+    EXPECT_EQ(ConvWinograd::applies({3, 3}, {}, {}, 1, 32, 64, *w), narrow);
+    EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 64, 64, *w));
+    EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 16, 32, *w));
+  }
   const GemmKernel* bf16 = find_gemm_kernel(Isa::avx512bf16, DType::f32, 32, true);
-  if (bf16 && bf16_dot(*bf16))
+  if (bf16 && bf16_dot(*bf16)) {
     EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 32, 32, *bf16)) << "bf16 products";
+  }
   ConvCase head;
   head.op = "FusedConv";
   head.x = {1, 32, 5, 6, 7};
@@ -138,10 +154,10 @@ TEST(ConvWinograd, MarksTheConvsItWillRun) {
     EXPECT_FALSE(reads_as_stored(c, DType::f32, bf16));
     EXPECT_EQ(lowered_kernel(c, DType::f32, bf16).find("winograd"), std::string::npos);
   }
-  ConvCase narrow = c;
-  narrow.w = {16, 16, 3, 3, 3};
-  narrow.x = {1, 16, 5, 6, 7};
-  EXPECT_FALSE(reads_as_stored(narrow, DType::f32, strict));
+  ConvCase few = c;  // 8 -> 16: too few channels
+  few.w = {16, 8, 3, 3, 3};
+  few.x = {1, 8, 5, 6, 7};
+  EXPECT_FALSE(reads_as_stored(few, DType::f32, strict));
   ConvCase strided = c;
   strided.ints("strides", {2, 2, 2});
   EXPECT_FALSE(reads_as_stored(strided, DType::f32, strict));

@@ -29,7 +29,11 @@ bool request_amx_permission() {
 CpuFeatures detect() {
   CpuFeatures f;
   unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const unsigned base_family = (a >> 8) & 0xf;
+  const unsigned family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
   bool osxsave = c & (1u << 27);
   f.fma = c & (1u << 12);
   f.f16c = c & (1u << 29);
@@ -49,6 +53,7 @@ CpuFeatures detect() {
     f.amx_tile = d & (1u << 24);
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = a & (1u << 5);
+  f.avx512_split = amd && family == 0x19 && f.avx512f;
   f.os_amx = os_tiles && f.amx_tile && request_amx_permission();
   if (f.os_avx && f.avx2 && f.fma && f.f16c) f.detected = Isa::avx2;
   if (f.detected == Isa::avx2 && f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)

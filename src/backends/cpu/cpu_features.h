@@ -25,6 +25,11 @@ struct CpuFeatures {
   bool avx512bf16 = false, avx512fp16 = false;
   bool amx_bf16 = false, amx_tile = false;
   bool os_avx = false, os_avx512 = false, os_amx = false;  // XCR0 and Linux permission
+  /// AMD family 19h (Zen 4, the first AMD cores with AVX-512): each 512-bit operation issues as two
+  /// 256-bit halves, so a 512-bit fused multiply-add does no more a cycle than an AVX2 one (fp32
+  /// peak 110-117 GFLOP/s a core against Zen 5's 223). Tunes choices that weigh multiply-adds
+  /// against memory traffic (ConvWinograd::narrow_fma).
+  bool avx512_split = false;
   /// Highest level the hardware and OS allow.
   Isa detected = Isa::scalar;
 };

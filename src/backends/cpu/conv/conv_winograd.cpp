@@ -30,12 +30,20 @@ struct Segment {
 
 }  // namespace
 
+int64_t ConvWinograd::min_pairs(size_t dims, bool narrow) {
+  if (dims == 2) return narrow ? 32 * 32 : 64 * 64;
+  return narrow ? 16 * 16 : 16 * 32;
+}
+
+bool ConvWinograd::narrow_fma(const GemmKernel& g) {
+  return runs_on(g) < Isa::avx512 || cpu_features().avx512_split;
+}
+
 bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g) {
   if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < kMinChannels ||
-      c < kMinChannels || m * c < (kernel.size() == 2 ? kMinPairs2d : kMinPairs) ||
-      m * c > kMaxPairs)
+      c < kMinChannels || m * c < min_pairs(kernel.size(), narrow_fma(g)) || m * c > kMaxPairs)
     return false;
   for (size_t d = 0; d < kernel.size(); ++d)
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||

@@ -27,19 +27,31 @@ class ConvWinograd {
   static bool applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                       const std::vector<int64_t>& dilations, int64_t group, int64_t m, int64_t c,
                       const GemmKernel& g);
-  /// M and C at least kMinChannels and M x C from kMinPairs (kMinPairs2d in 2D) to kMaxPairs.
-  /// The transforms' share
-  /// of the work grows as the channels shrink: on the Zen 5 VM, one thread, 3D layers at 48^3
-  /// and 96^3 (`voxrt bench` on one-node models, SessionOptions::winograd off and on), 16 -> 16
-  /// took 9.0 / 62.6 ms against the direct form's 8.3 / 69.2, 16 -> 32 13.6 / 107.1 against 16.3 /
-  /// 129.6, 32 -> 32 21.9 / 162.6 against 29.9 / 248.4, 48 -> 48 41.0 / 302.5 against 67.3 /
-  /// 544.6. In 2D, with 16 products for 36 rather than 64 for 216, 32 -> 32 took 1.49 / 37.5 ms at
-  /// 128^2 / 512^2 against 1.92 / 35.3, 48 -> 48 3.51 / 63.7 against 3.89 / 61.9, 128 -> 128 17.7
-  /// / 236 against 28.3 / 490. Past kMaxPairs are a UNet's deepest layers, whose few positions
-  /// (4^3, 8^2) each transformed weight serves do not repay its bytes (64 for every 27 in 3D): 320
-  /// -> 320 at 4^3 took 4.7 ms against 3.6, and its transformed weights 26 MB against 11.
-  static constexpr int64_t kMinChannels = 16, kMinPairs = 16 * 32, kMinPairs2d = 64 * 64,
-                           kMaxPairs = 256 * 256;
+  /// M and C at least kMinChannels and M x C from min_pairs to kMaxPairs. The transforms' share
+  /// of the work grows as the channels shrink, and where the row's multiply-adds are few a cycle
+  /// (narrow_fma) the products they save weigh more. On the Zen 5 VM (512-bit multiply-adds at
+  /// full rate), one thread, 3D layers at 48^3 and 96^3 (`voxrt bench` on one-node models,
+  /// SessionOptions::winograd off and on), 16 -> 16 took 9.0 / 62.6 ms against the direct form's
+  /// 8.3 / 69.2, 16 -> 32 13.6 / 107.1 against 16.3 / 129.6, 32 -> 32 21.9 / 162.6 against 29.9 /
+  /// 248.4, 48 -> 48 41.0 / 302.5 against 67.3 / 544.6. In 2D, with 16 products for 36 rather
+  /// than 64 for 216, 32 -> 32 took 1.49 / 37.5 ms at 128^2 / 512^2 against 1.92 / 35.3, 48 -> 48
+  /// 3.51 / 63.7 against 3.89 / 61.9, 128 -> 128 17.7 / 236 against 28.3 / 490. On the Zen 4 VM
+  /// (half the rate: narrow), alternated three times, 16 -> 16 took 14.7-17.2 / 95-130 ms against
+  /// 16.2-19.7 / 129-174, 8 -> 16 9.5-10.2 against 8.3-9.1 at 48^3; 2D at 256^2 / 512^2, 32 -> 32
+  /// 13.0-13.6 / 50-55 against 14.8-15.4 / 58-64, 48 -> 48 25.5-25.9 / 88-117 against 31.9-34.5 /
+  /// 120-168, 16 -> 16 5.2-5.8 against 3.6-4.5; on its AVX2 rows 16 -> 16 at 48^3 10.9-13.3
+  /// against 15.9-17.1, 32 -> 32 in 2D level (14.3-19.8 against 14.3-15.1). Past kMaxPairs are a
+  /// UNet's deepest layers, whose few positions (4^3, 8^2) each transformed weight serves do not
+  /// repay its bytes (64 for every 27 in 3D): 320 -> 320 at 4^3 took 4.7 ms against 3.6, and its
+  /// transformed weights 26 MB against 11.
+  static constexpr int64_t kMinChannels = 16, kMaxPairs = 256 * 256;
+  /// The least M x C pairs for a layer of `dims` (2 or 3) spatial axes: 16 x 32 in 3D and 64 x 64
+  /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma.
+  static int64_t min_pairs(size_t dims, bool narrow);
+  /// Whether row g's multiply-adds are few a cycle against its loads, stores and shuffles: rows
+  /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
+  /// (CpuFeatures::avx512_split: Zen 4).
+  static bool narrow_fma(const GemmKernel& g);
   /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null.
   ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e);
   /// y = act(conv(x) + bias + residual) (the residual after the activation where the epilogue
