@@ -78,8 +78,8 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
 }
 
 // Where the direct form stays: fewer than 16 channels on either side or fewer pairs than
-// min_pairs, more than 256 x 256 pairs, strides, dilations, groups, kernels other than 3, 1D, a
-// head, parts of X made where they are read.
+// min_pairs, more than max_pairs (512 x 1024 in fp32, 256 x 256 in fp16), strides, dilations,
+// groups, kernels other than 3, 1D, a head, parts of X made where they are read.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_EQ(ConvWinograd::min_pairs(3, false), 16 * 32);
   EXPECT_EQ(ConvWinograd::min_pairs(2, false), 64 * 64);
@@ -92,8 +92,12 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 16, 16, g));
   EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 32, 32, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 16, 32, g));
-  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 256, 256, g));
-  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, g));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, g));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 512, 1024, g));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 1024, 1024, g));
+  const GemmKernel& h = *find_gemm_kernel(Isa::scalar, DType::f16);
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 256, 256, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, h)) << "fp16 storage";
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 15, 64, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 8, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {1, 1, 2}, {}, 1, 32, 32, g));

@@ -35,6 +35,10 @@ int64_t ConvWinograd::min_pairs(size_t dims, bool narrow) {
   return narrow ? 16 * 16 : 16 * 32;
 }
 
+int64_t ConvWinograd::max_pairs(DType t) {
+  return t == DType::f32 ? 512 * 1024 : 256 * 256;
+}
+
 bool ConvWinograd::narrow_fma(const GemmKernel& g) {
   return runs_on(g) < Isa::avx512 || cpu_features().avx512_split;
 }
@@ -43,7 +47,8 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g) {
   if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < kMinChannels ||
-      c < kMinChannels || m * c < min_pairs(kernel.size(), narrow_fma(g)) || m * c > kMaxPairs)
+      c < kMinChannels || m * c < min_pairs(kernel.size(), narrow_fma(g)) ||
+      m * c > max_pairs(g.storage))
     return false;
   for (size_t d = 0; d < kernel.size(); ++d)
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||

@@ -27,7 +27,7 @@ class ConvWinograd {
   static bool applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                       const std::vector<int64_t>& dilations, int64_t group, int64_t m, int64_t c,
                       const GemmKernel& g);
-  /// M and C at least kMinChannels and M x C from min_pairs to kMaxPairs. The transforms' share
+  /// M and C at least kMinChannels and M x C from min_pairs to max_pairs. The transforms' share
   /// of the work grows as the channels shrink, and where the row's multiply-adds are few a cycle
   /// (narrow_fma) the products they save weigh more. On the Zen 5 VM (512-bit multiply-adds at
   /// full rate), one thread, 3D layers at 48^3 and 96^3 (`voxrt bench` on one-node models,
@@ -40,14 +40,23 @@ class ConvWinograd {
   /// 16.2-19.7 / 129-174, 8 -> 16 9.5-10.2 against 8.3-9.1 at 48^3; 2D at 256^2 / 512^2, 32 -> 32
   /// 13.0-13.6 / 50-55 against 14.8-15.4 / 58-64, 48 -> 48 25.5-25.9 / 88-117 against 31.9-34.5 /
   /// 120-168, 16 -> 16 5.2-5.8 against 3.6-4.5; on its AVX2 rows 16 -> 16 at 48^3 10.9-13.3
-  /// against 15.9-17.1, 32 -> 32 in 2D level (14.3-19.8 against 14.3-15.1). Past kMaxPairs are a
-  /// UNet's deepest layers, whose few positions (4^3, 8^2) each transformed weight serves do not
-  /// repay its bytes (64 for every 27 in 3D): 320 -> 320 at 4^3 took 4.7 ms against 3.6, and its
-  /// transformed weights 26 MB against 11.
-  static constexpr int64_t kMinChannels = 16, kMaxPairs = 256 * 256;
+  /// against 15.9-17.1, 32 -> 32 in 2D level (14.3-19.8 against 14.3-15.1).
+  static constexpr int64_t kMinChannels = 16;
   /// The least M x C pairs for a layer of `dims` (2 or 3) spatial axes: 16 x 32 in 3D and 64 x 64
   /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma.
   static int64_t min_pairs(size_t dims, bool narrow);
+  /// The most M x C pairs for storage `t`. The deepest layers of a UNet (256 to 1024 channels)
+  /// hold most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many
+  /// fp32 bytes, whatever the storage. fp32: 512 x 1024, which takes nnU-Net's deep layers
+  /// (Zen 4, one thread: 3D at 128^3, 320 -> 320 at 8^3 40.4 -> 15.9 ms, 640 -> 320 82.1 -> 31.3,
+  /// 512 -> 256 at 16^3 319 -> 112, 320 -> 320 at 4^3 level at 7.9; the network 5556-5949 ->
+  /// 5420-5543 ms for 91 MiB more weights, 150 -> 240; 2D at 512^2, 512 -> 512 at 32^2 44.7 ->
+  /// 26.7, 1024 -> 512 98.9 -> 54.9, at 16^2 12.8 -> 10.2, at 8^2 4.4 -> 4.6, at 4^2 1.6 -> 5.2;
+  /// the network 1053-1081 -> 937-983 ms, weights 183 -> 277 MiB). fp16 storage, chosen for its
+  /// memory: 256 x 256, where the transformed weights already take 4.7 (2D 3.6) times the bytes
+  /// of the direct form's (320 -> 320 at 4^3 on the Zen 5 VM: 4.7 ms against 3.6, 26 MB against
+  /// 11 in fp32).
+  static int64_t max_pairs(DType t);
   /// Whether row g's multiply-adds are few a cycle against its loads, stores and shuffles: rows
   /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
   /// (CpuFeatures::avx512_split: Zen 4).
