@@ -50,8 +50,8 @@ struct SessionOptions {
   FpMath fpmath = FpMath::strict;
   Backend backend = Backend::cpu;
   /// 3x3x3 and 3x3 convolutions of stride 1, one group, 16 channels a side or more (at least 16 x
-  /// 32 channel pairs, 64 x 64 in 2D; 16 x 16 and 32 x 32 on AVX2 and Zen 4; at most 512 x 1024,
-  /// 256 x 256 for fp16 storage) and fp32 products (not
+  /// 32 channel pairs, 64 x 64 in 2D; 16 x 16 and 32 x 32 on AVX2 and Zen 4; at most 512 x 1024)
+  /// and fp32 products (not
   /// bf16 products, not fp16 arithmetic) in Winograd's F(2, 3) form: at 64 channels and more about
   /// twice as fast as the direct form, their packed weights 2.4 (3D) or 1.8 (2D) times as many
   /// bytes, and the Resize or ConvTranspose before such a convolution no longer fused into it. Off:

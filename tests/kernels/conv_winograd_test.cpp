@@ -77,8 +77,43 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
     }
 }
 
+// The deep layers of fp16 storage keep their transformed weights in fp16, widened a chunk of output
+// channels at a time: with the threshold lowered so that small layers take that path, within the
+// fp16 bound of the reference (3D, 2D, more output channels than a chunk, a residual), in about
+// half the bytes.
+TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
+  ThreadPool pool(2);
+  std::mt19937 rng(44);
+  std::vector<ConvCase> cases;
+  add_case(cases, "Conv", {1, 16, 5, 6, 7}, {70, 16, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
+  add_case(cases, "FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual =
+      true;
+  auto bytes = [](const ConvCase& c, Path path) {
+    Built b;
+    std::mt19937 r(1);
+    EXPECT_TRUE(build(c, DType::f16, r, b));
+    const ir::Node& n = b.graph.nodes[0];
+    std::unique_ptr<Op> op = CpuRegistry::instance().lower(
+        n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
+    const auto* cpu = dynamic_cast<const CpuOp*>(op.get());
+    EXPECT_NE(cpu, nullptr) << c.str();
+    return cpu ? cpu->packed_bytes() : 0;
+  };
+  int k = 0;
+  for (const ConvCase& c : cases) {
+    const int64_t fp32_kept = bytes(c, GetParam());
+    const int64_t before = ConvWinograd::set_fp16_kept_from(0);
+    ASSERT_TRUE(ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1]));
+    const int64_t fp16_kept = bytes(c, GetParam());
+    if (lowered_kernel(c, DType::f16, GetParam()).find("_winograd__") != std::string::npos)
+      EXPECT_LT(fp16_kept, fp32_kept * 6 / 10) << c.str();
+    check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+    ConvWinograd::set_fp16_kept_from(before);
+  }
+}
+
 // Where the direct form stays: fewer than 16 channels on either side or fewer pairs than
-// min_pairs, more than max_pairs (512 x 1024 in fp32, 256 x 256 in fp16), strides, dilations,
+// min_pairs, more than 512 x 1024 pairs, strides, dilations,
 // groups, kernels other than 3, 1D, a head, parts of X made where they are read.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_EQ(ConvWinograd::min_pairs(3, false), 16 * 32);
@@ -96,8 +131,11 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 512, 1024, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 1024, 1024, g));
   const GemmKernel& h = *find_gemm_kernel(Isa::scalar, DType::f16);
-  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 256, 256, h));
-  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, h)) << "fp16 storage";
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, h));
+  // fp16 storage keeps the deep layers' transformed weights in fp16.
+  EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 256, 256));
+  EXPECT_TRUE(ConvWinograd::keeps_fp16(DType::f16, 320, 256));
+  EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f32, 320, 256));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 15, 64, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 8, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {1, 1, 2}, {}, 1, 32, 32, g));

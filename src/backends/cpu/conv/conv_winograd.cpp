@@ -1,6 +1,7 @@
 #include "backends/cpu/conv/conv_winograd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "runtime/thread_pool.h"
@@ -35,8 +36,16 @@ int64_t ConvWinograd::min_pairs(size_t dims, bool narrow) {
   return narrow ? 16 * 16 : 16 * 32;
 }
 
-int64_t ConvWinograd::max_pairs(DType t) {
-  return t == DType::f32 ? 512 * 1024 : 256 * 256;
+namespace {
+std::atomic<int64_t> fp16_kept_pairs{256 * 256};
+}  // namespace
+
+int64_t ConvWinograd::fp16_kept_from() {
+  return fp16_kept_pairs.load(std::memory_order_relaxed);
+}
+
+int64_t ConvWinograd::set_fp16_kept_from(int64_t pairs) {
+  return fp16_kept_pairs.exchange(pairs);
 }
 
 bool ConvWinograd::narrow_fma(const GemmKernel& g) {
@@ -47,8 +56,7 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g) {
   if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < kMinChannels ||
-      c < kMinChannels || m * c < min_pairs(kernel.size(), narrow_fma(g)) ||
-      m * c > max_pairs(g.storage))
+      c < kMinChannels || m * c < min_pairs(kernel.size(), narrow_fma(g)) || m * c > kMaxPairs)
     return false;
   for (size_t d = 0; d < kernel.size(); ++d)
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||
@@ -74,11 +82,9 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
     if (w.dim(d) != 3)
       throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) + ", expected kernel 3");
   u_bytes_ = packed_a_bytes(g_, m_, c_);
-  // Kept as the row takes them, fp32: transformed fp16 weights are not fp16 values, and rounding
-  // them costs accuracy the direct form does not lose. nnU-Net's fp16 model at 64^3 against its
-  // fp32 model, `voxrt run`: relative L2 1.80e-3 and argmax 99.907% with them rounded to fp16,
-  // 1.38e-3 and 99.926% kept in fp32 (the direct form: 1.45e-3, 99.928% against torch).
-  u_ = APanels(g_, u_bytes_ * static_cast<size_t>(positions_), false);
+  // Kept as the row takes them, fp32, but for fp16 storage's deep layers (keeps_fp16): transformed
+  // fp16 weights are not fp16 values, rounding them costs accuracy.
+  u_ = APanels(g_, u_bytes_ * static_cast<size_t>(positions_), keeps_fp16(g_.storage, m_, c_));
   // U[xi][m][c] = (G g G^T) over the axes, in double, a block of MR output channels at a time,
   // each position's micro-panel of the block packed from it: the copies beside the panels stay a
   // block's (a whole layer's transformed weights in floats were as large as the panels).
@@ -153,6 +159,10 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     float* o = tmp + t_floats;
     std::vector<Segment> segs;
     std::vector<const void*> row(static_cast<size_t>(rows));
+    // A chunk's panels at one position, widened where the transformed weights are kept in fp16.
+    PanelBuffer wide =
+        u_.narrow() ? PanelBuffer(static_cast<size_t>(ceil_div(chunk, mr)) * panel_bytes, own)
+                    : PanelBuffer();
     // Block b's runs of tiles along the width.
     auto segments = [&](int64_t b, std::vector<Segment>& out) {
       out.clear();
@@ -195,8 +205,13 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
       for (int64_t m0 = 0; m0 < m_; m0 += chunk) {
         const int64_t mc = std::min(chunk, m_ - m0);
         for (int64_t xi = 0; xi < positions_; ++xi) {
-          const uint8_t* a = u_.kept() + static_cast<size_t>(xi) * u_bytes_ +
-                             static_cast<size_t>(m0 / mr) * panel_bytes;
+          const size_t at =
+              static_cast<size_t>(xi) * u_bytes_ + static_cast<size_t>(m0 / mr) * panel_bytes;
+          const uint8_t* a = u_.kept() + at;
+          if (u_.narrow()) {  // the chunk's panels at this position, widened
+            u_.widen(at, static_cast<size_t>(ceil_div(mc, mr)) * panel_bytes, wide.data());
+            a = wide.data();
+          }
           for (int64_t mb = m0; mb < m0 + mc; mb += mr, a += panel_bytes)
             g_.ukernel(static_cast<size_t>(std::min(mr, m0 + mc - mb)), static_cast<size_t>(nt),
                        static_cast<size_t>(c_), a, v + xi * v_step, offsets.data(),

@@ -27,7 +27,7 @@ class ConvWinograd {
   static bool applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                       const std::vector<int64_t>& dilations, int64_t group, int64_t m, int64_t c,
                       const GemmKernel& g);
-  /// M and C at least kMinChannels and M x C from min_pairs to max_pairs. The transforms' share
+  /// M and C at least kMinChannels and M x C from min_pairs to kMaxPairs. The transforms' share
   /// of the work grows as the channels shrink, and where the row's multiply-adds are few a cycle
   /// (narrow_fma) the products they save weigh more. On the Zen 5 VM (512-bit multiply-adds at
   /// full rate), one thread, 3D layers at 48^3 and 96^3 (`voxrt bench` on one-node models,
@@ -45,18 +45,29 @@ class ConvWinograd {
   /// The least M x C pairs for a layer of `dims` (2 or 3) spatial axes: 16 x 32 in 3D and 64 x 64
   /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma.
   static int64_t min_pairs(size_t dims, bool narrow);
-  /// The most M x C pairs for storage `t`. The deepest layers of a UNet (256 to 1024 channels)
-  /// hold most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many
-  /// fp32 bytes, whatever the storage. fp32: 512 x 1024, which takes nnU-Net's deep layers
-  /// (Zen 4, one thread: 3D at 128^3, 320 -> 320 at 8^3 40.4 -> 15.9 ms, 640 -> 320 82.1 -> 31.3,
-  /// 512 -> 256 at 16^3 319 -> 112, 320 -> 320 at 4^3 level at 7.9; the network 5556-5949 ->
-  /// 5420-5543 ms for 91 MiB more weights, 150 -> 240; 2D at 512^2, 512 -> 512 at 32^2 44.7 ->
-  /// 26.7, 1024 -> 512 98.9 -> 54.9, at 16^2 12.8 -> 10.2, at 8^2 4.4 -> 4.6, at 4^2 1.6 -> 5.2;
-  /// the network 1053-1081 -> 937-983 ms, weights 183 -> 277 MiB). fp16 storage, chosen for its
-  /// memory: 256 x 256, where the transformed weights already take 4.7 (2D 3.6) times the bytes
-  /// of the direct form's (320 -> 320 at 4^3 on the Zen 5 VM: 4.7 ms against 3.6, 26 MB against
-  /// 11 in fp32).
-  static int64_t max_pairs(DType t);
+  /// The most M x C pairs: 512 x 1024. The deepest layers of a UNet (256 to 1024 channels) hold
+  /// most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many bytes.
+  /// Lifted from 256 x 256 (Zen 4, one thread: 3D at 128^3, 320 -> 320 at 8^3 40.4 -> 15.9 ms,
+  /// 640 -> 320 82.1 -> 31.3, 512 -> 256 at 16^3 319 -> 112, 320 -> 320 at 4^3 level at 7.9;
+  /// nnU-Net 3d 5556-5949 -> 5420-5543 ms for 91 MiB more weights, 150 -> 240; 2D at 512^2, 512
+  /// -> 512 at 32^2 44.7 -> 26.7, 1024 -> 512 98.9 -> 54.9, at 16^2 12.8 -> 10.2, at 8^2 4.4 ->
+  /// 4.7, at 4^2 1.6 -> 5.2; nnU-Net 2d 1053-1081 -> 937-983 ms, weights 183 -> 277 MiB).
+  static constexpr int64_t kMaxPairs = 512 * 1024;
+  /// Whether fp16 storage keeps a layer's transformed weights in fp16 (widened a chunk of output
+  /// channels at a time as the gemms take them) rather than fp32: past fp16_kept_from() pairs, the
+  /// deep layers, whose weights are most of a model's and whose few blocks widen them seldom. Kept
+  /// in fp32 the transformed weights take 4.7 (2D 3.6) times the bytes of the direct form's fp16
+  /// ones: nnU-Net 3d's fp16 model at 128^3 peaked at 646.5 MiB against fp32's 1.04 GiB (0.61),
+  /// 518.5 with those layers direct. Below it they stay fp32: rounded to fp16 everywhere they
+  /// cost accuracy the direct form does not lose (nnU-Net's fp16 model at 64^3 against its fp32
+  /// model: relative L2 1.80e-3, argmax 99.907%, against 1.38e-3 and 99.926%), and the 32- and
+  /// 64-channel layers' many blocks would widen them often.
+  static bool keeps_fp16(DType storage, int64_t m, int64_t c) {
+    return storage == DType::f16 && m * c > fp16_kept_from();
+  }
+  /// 256 x 256 pairs; set_fp16_kept_from changes it (tests) and returns the previous value.
+  static int64_t fp16_kept_from();
+  static int64_t set_fp16_kept_from(int64_t pairs);
   /// Whether row g's multiply-adds are few a cycle against its loads, stores and shuffles: rows
   /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
   /// (CpuFeatures::avx512_split: Zen 4).
@@ -78,7 +89,8 @@ class ConvWinograd {
   int64_t m_, c_;
   bool depth_;               // 3D: 64 transform positions, tiles of 2x2x2; else 16, tiles of 2x2
   int64_t positions_;        // 64 or 16
-  APanels u_;                // per position: the M x C transformed weights, packed for g_ (fp32)
+  APanels u_;                // per position: the M x C transformed weights, packed for g_
+                             // (fp32, or fp16 where keeps_fp16)
   size_t u_bytes_ = 0;       // one position's
   std::vector<float> bias_;  // M values, zeros without a bias
   ConvEpilogue e_;
