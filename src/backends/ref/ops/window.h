@@ -112,6 +112,12 @@ inline Geometry resolve_window(const std::string& where, const WindowAttrs& a,
   g.pad_end.assign(rank, 0);
   for (size_t d = 0; d < rank; ++d) {
     int64_t s = g.stride[d];
+    // Sizes from inferred shapes (or a kernel taken from W's) may be anything an int64 holds;
+    // below these bounds, with attributes under kMaxWindowAttr, nothing here overflows.
+    if (in[d] >= (int64_t{1} << 62) || kernel[d] >= kMaxWindowAttr)
+      throw Error(where + ": spatial axis " + std::to_string(d) + " has size " +
+                  std::to_string(in[d]) + " and kernel " + std::to_string(kernel[d]) +
+                  ", expected under 2^62 and 2^31");
     int64_t ek = (kernel[d] - 1) * g.dilation[d] + 1;
     if (a.auto_pad == AutoPad::same_upper || a.auto_pad == AutoPad::same_lower) {
       g.out[d] = (in[d] + s - 1) / s;
