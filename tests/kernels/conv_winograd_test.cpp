@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,16 +21,33 @@
 namespace voxrt::cpu::conv_cases {
 namespace {
 
-// The kernel the lowering picks for `c` in dtype t on `path`.
-std::string lowered_kernel(const ConvCase& c, DType t, Path path, bool winograd = true) {
+// The op the lowering makes of `c` in dtype t on `path` (null for an invalid case).
+std::unique_ptr<Op> lowered(const ConvCase& c, DType t, Path path, bool winograd = true) {
   Built b;
   std::mt19937 rng(1);
-  if (!build(c, t, rng, b)) return "invalid case";
+  if (!build(c, t, rng, b)) return nullptr;
   const ir::Node& n = b.graph.nodes[0];
-  return CpuRegistry::instance()
-      .lower(n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath, winograd)
-      ->kernel_name();
+  return CpuRegistry::instance().lower(n, b.graph, OpRegistry::instance().create(n, b.graph),
+                                       path.isa, path.fpmath, winograd);
 }
+
+// The kernel the lowering picks for `c` in dtype t on `path`.
+std::string lowered_kernel(const ConvCase& c, DType t, Path path, bool winograd = true) {
+  const std::unique_ptr<Op> op = lowered(c, t, path, winograd);
+  return op ? op->kernel_name() : "invalid case";
+}
+
+// ConvWinograd::fp16_kept_from set for a scope.
+class Fp16KeptFrom {
+ public:
+  explicit Fp16KeptFrom(int64_t pairs) : before_(ConvWinograd::set_fp16_kept_from(pairs)) {}
+  ~Fp16KeptFrom() { ConvWinograd::set_fp16_kept_from(before_); }
+  Fp16KeptFrom(const Fp16KeptFrom&) = delete;
+  Fp16KeptFrom& operator=(const Fp16KeptFrom&) = delete;
+
+ private:
+  int64_t before_;
+};
 
 TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   ThreadPool pool(2);
@@ -89,12 +107,7 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
   add_case(cases, "FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual =
       true;
   auto bytes = [](const ConvCase& c, Path path) {
-    Built b;
-    std::mt19937 r(1);
-    EXPECT_TRUE(build(c, DType::f16, r, b));
-    const ir::Node& n = b.graph.nodes[0];
-    std::unique_ptr<Op> op = CpuRegistry::instance().lower(
-        n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
+    const std::unique_ptr<Op> op = lowered(c, DType::f16, path);
     const auto* cpu = dynamic_cast<const CpuOp*>(op.get());
     EXPECT_NE(cpu, nullptr) << c.str();
     return cpu ? cpu->packed_bytes() : 0;
@@ -102,19 +115,18 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
   int k = 0;
   for (const ConvCase& c : cases) {
     const int64_t fp32_kept = bytes(c, GetParam());
-    const int64_t before = ConvWinograd::set_fp16_kept_from(0);
+    const Fp16KeptFrom all(0);
     ASSERT_TRUE(ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1]));
     const int64_t fp16_kept = bytes(c, GetParam());
     if (lowered_kernel(c, DType::f16, GetParam()).find("_winograd__") != std::string::npos)
       EXPECT_LT(fp16_kept, fp32_kept * 6 / 10) << c.str();
     check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
-    ConvWinograd::set_fp16_kept_from(before);
   }
 }
 
 // Where the direct form stays: fewer than 16 channels on either side or fewer pairs than
-// min_pairs, more than 512 x 1024 pairs, strides, dilations,
-// groups, kernels other than 3, 1D, a head, parts of X made where they are read.
+// min_pairs, more than 512 x 1024 pairs, strides, dilations, groups, kernels other than 3, 1D,
+// a head, parts of X made where they are read.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_EQ(ConvWinograd::min_pairs(3, false), 16 * 32);
   EXPECT_EQ(ConvWinograd::min_pairs(2, false), 64 * 64);
