@@ -1,5 +1,6 @@
-// Convolutions in Winograd's F(2, 3) form (backends/cpu/conv/conv_winograd.cpp, the transforms in
-// kernels/winograd/) against the reference ops, on every ISA path with fp32 products: 3D and 2D,
+// Convolutions in Winograd's F(2, 3) form, and fp16 storage's 2D ones in F(4, 3)
+// (backends/cpu/conv/conv_winograd.cpp, the transforms in kernels/winograd/), against the reference
+// ops, on every ISA path with fp32 products: 3D and 2D,
 // sizes that leave tiles and blocks partial, X smaller than a tile or one column wide, pads of 0
 // to 2, batches whose blocks cross items, more output channels than a chunk, tile rows longer
 // than one transform call takes, and the FusedConv epilogue (residual before and after the
@@ -87,8 +88,14 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
       const bool f32_products = row->a_panel == PanelType::f32 && row->k_carry == 0 &&
                                 (t == DType::f32 || !c.attrs.count(kFusedCastTo));
       const std::string kernel = lowered_kernel(c, t, GetParam());
-      EXPECT_EQ(kernel.find("_winograd__") != std::string::npos, f32_products)
+      EXPECT_EQ(kernel.find("_winograd") != std::string::npos, f32_products)
           << c.str() << " " << dtype_name(t) << ": " << kernel;
+      // F(4, 3) for fp16 storage's 2D layers, F(2, 3) elsewhere.
+      if (f32_products) {
+        EXPECT_EQ(kernel.find("_winograd_f43__") != std::string::npos,
+                  t == DType::f16 && c.w.size() == 4)
+            << c.str() << " " << dtype_name(t) << ": " << kernel;
+      }
       EXPECT_EQ(lowered_kernel(c, t, GetParam(), false).find("winograd"), std::string::npos)
           << c.str() << ": SessionOptions::winograd off";
       check(c, t, GetParam(), ++k % 2 ? &pool : nullptr, rng);
@@ -97,8 +104,9 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
 
 // The deep layers of fp16 storage keep their transformed weights in fp16, widened a chunk of output
 // channels at a time: with the threshold lowered so that small layers take that path, within the
-// fp16 bound of the reference (3D, 2D, more output channels than a chunk, a residual), in about
-// half the bytes.
+// fp16 bound of the reference (3D in F(2, 3), 2D in F(4, 3), more output channels than a chunk, a
+// residual), in about half the bytes; and a 2D layer past F(4, 3)'s pairs, in F(2, 3), kept in
+// fp16 at the default threshold.
 TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
   ThreadPool pool(2);
   std::mt19937 rng(44);
@@ -106,6 +114,7 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
   add_case(cases, "Conv", {1, 16, 5, 6, 7}, {70, 16, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
   add_case(cases, "FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual =
       true;
+  add_case(cases, "Conv", {1, 272, 3, 5}, {256, 272, 3, 3}).ints("pads", {1, 1, 1, 1});
   auto bytes = [](const ConvCase& c, Path path) {
     const std::unique_ptr<Op> op = lowered(c, DType::f16, path);
     const auto* cpu = dynamic_cast<const CpuOp*>(op.get());
@@ -114,12 +123,19 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
   };
   int k = 0;
   for (const ConvCase& c : cases) {
-    const int64_t fp32_kept = bytes(c, GetParam());
+    const bool f43 = ConvWinograd::f43(DType::f16, c.w.size() - 2, c.w[0], c.w[1]);
+    const bool kept = ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1], f43);
+    EXPECT_EQ(kept, c.w[0] == 256) << c.str();
+    const int64_t before = bytes(c, GetParam());
     const Fp16KeptFrom all(0);
-    ASSERT_TRUE(ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1]));
-    const int64_t fp16_kept = bytes(c, GetParam());
-    if (lowered_kernel(c, DType::f16, GetParam()).find("_winograd__") != std::string::npos)
-      EXPECT_LT(fp16_kept, fp32_kept * 6 / 10) << c.str();
+    ASSERT_TRUE(ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1], f43));
+    const int64_t after = bytes(c, GetParam());
+    if (lowered_kernel(c, DType::f16, GetParam()).find("_winograd") != std::string::npos) {
+      if (kept)
+        EXPECT_EQ(after, before) << c.str();
+      else
+        EXPECT_LT(after, before * 6 / 10) << c.str();
+    }
     check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
   }
 }
@@ -144,10 +160,22 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 1024, 1024, g));
   const GemmKernel& h = *find_gemm_kernel(Isa::scalar, DType::f16);
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 320, 320, h));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 16, 16, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 16, 16, g));
   // fp16 storage keeps the deep layers' transformed weights in fp16.
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 256, 256));
   EXPECT_TRUE(ConvWinograd::keeps_fp16(DType::f16, 320, 256));
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f32, 320, 256));
+  // F(4, 3) for fp16 storage's 2D layers up to 256 x 256 pairs, from 16 x 16 (32 x 32 on rows
+  // that are not narrow), its weights kept in fp16 past 128 x 128.
+  EXPECT_TRUE(ConvWinograd::f43(DType::f16, 2, 256, 256));
+  EXPECT_FALSE(ConvWinograd::f43(DType::f16, 2, 320, 256));
+  EXPECT_FALSE(ConvWinograd::f43(DType::f32, 2, 64, 64));
+  EXPECT_FALSE(ConvWinograd::f43(DType::f16, 3, 64, 64));
+  EXPECT_EQ(ConvWinograd::min_pairs(2, true, true), 16 * 16);
+  EXPECT_EQ(ConvWinograd::min_pairs(2, false, true), 32 * 32);
+  EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 128, 128, true));
+  EXPECT_TRUE(ConvWinograd::keeps_fp16(DType::f16, 136, 128, true));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 15, 64, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 8, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {1, 1, 2}, {}, 1, 32, 32, g));

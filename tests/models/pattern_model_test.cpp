@@ -131,7 +131,7 @@ TEST(PatternModels, WideDecoderTakesWinogradsForm) {
     int wino = 0, transposes = 0;
     for (const NodeProfile& p : s.last_profile()) {
       if (p.first_item != 0) continue;  // the batch's later groups list the nodes again
-      wino += p.kernel.find("_winograd__") != std::string::npos;
+      wino += p.kernel.find("_winograd") != std::string::npos;
       transposes += p.op_type == "ConvTranspose";
     }
     EXPECT_EQ(wino, winograd ? 2 : 0) << "winograd " << winograd;

@@ -10,8 +10,14 @@ namespace voxrt::cpu {
 
 namespace {
 
-// G, the weight transform along one axis: 4 x 3.
+// G, the weight transform along one axis: 4 x 3 for F(2, 3), 6 x 3 for F(4, 3).
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG43[6][3] = {{1.0 / 4, 0, 0},
+                               {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                               {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                               {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                               {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                               {0, 0, 1}};
 
 // Output channels a block's products are made and transformed back for at a time: the products'
 // scratch stays at positions x this x NR values.
@@ -31,7 +37,8 @@ struct Segment {
 
 }  // namespace
 
-int64_t ConvWinograd::min_pairs(size_t dims, bool narrow) {
+int64_t ConvWinograd::min_pairs(size_t dims, bool narrow, bool f43) {
+  if (f43) return narrow ? 16 * 16 : 32 * 32;
   if (dims == 2) return narrow ? 32 * 32 : 64 * 64;
   return narrow ? 16 * 16 : 16 * 32;
 }
@@ -56,7 +63,9 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g) {
   if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < kMinChannels ||
-      c < kMinChannels || m * c < min_pairs(kernel.size(), narrow_fma(g)) || m * c > kMaxPairs)
+      c < kMinChannels ||
+      m * c < min_pairs(kernel.size(), narrow_fma(g), f43(g.storage, kernel.size(), m, c)) ||
+      m * c > kMaxPairs)
     return false;
   for (size_t d = 0; d < kernel.size(); ++d)
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||
@@ -73,7 +82,9 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
       m_(w.dim(0)),
       c_(w.dim(1)),
       depth_(w.rank() == 5),
-      positions_(w.rank() == 5 ? 64 : 16),
+      f43_(f43(g.storage, static_cast<size_t>(w.rank() - 2), w.dim(0), w.dim(1))),
+      tile_(f43_ ? 4 : 2),
+      positions_(depth_ ? 64 : (tile_ + 2) * (tile_ + 2)),
       e_(std::move(e)) {
   if (w.rank() < 4 || w.rank() > 5)
     throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) +
@@ -84,11 +95,14 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
   u_bytes_ = packed_a_bytes(g_, m_, c_);
   // Kept as the row takes them, fp32, but for fp16 storage's deep layers (keeps_fp16): transformed
   // fp16 weights are not fp16 values, rounding them costs accuracy.
-  u_ = APanels(g_, u_bytes_ * static_cast<size_t>(positions_), keeps_fp16(g_.storage, m_, c_));
+  u_ =
+      APanels(g_, u_bytes_ * static_cast<size_t>(positions_), keeps_fp16(g_.storage, m_, c_, f43_));
   // U[xi][m][c] = (G g G^T) over the axes, in double, a block of MR output channels at a time,
   // each position's micro-panel of the block packed from it: the copies beside the panels stay a
   // block's (a whole layer's transformed weights in floats were as large as the panels).
   const int64_t taps = depth_ ? 27 : 9, pd = depth_ ? 4 : 1, kd = depth_ ? 3 : 1, mr = g_.mr;
+  const int64_t n = tile_ + 2;  // transform positions along the height and width
+  auto gw = [&](int64_t i, int64_t k) { return f43_ ? kG43[i][k] : kG[i][k]; };
   const size_t panel_bytes = packed_a_bytes(g_, mr, c_);
   std::vector<float> wf(static_cast<size_t>(mr * c_ * taps));
   std::vector<float> u(static_cast<size_t>(positions_ * mr * c_));
@@ -99,14 +113,14 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
       for (int64_t c = 0; c < c_; ++c) {
         const float* k = wf.data() + (m * c_ + c) * taps;
         for (int64_t p = 0; p < pd; ++p)
-          for (int64_t q = 0; q < 4; ++q)
-            for (int64_t r = 0; r < 4; ++r) {
+          for (int64_t q = 0; q < n; ++q)
+            for (int64_t r = 0; r < n; ++r) {
               double sum = 0;
               for (int64_t a = 0; a < kd; ++a)
                 for (int64_t b = 0; b < 3; ++b)
                   for (int64_t t = 0; t < 3; ++t)
-                    sum += (depth_ ? kG[p][a] : 1.0) * kG[q][b] * kG[r][t] * k[(a * 3 + b) * 3 + t];
-              u[static_cast<size_t>((((p * 4 + q) * 4 + r) * rows + m) * c_ + c)] =
+                    sum += (depth_ ? kG[p][a] : 1.0) * gw(q, b) * gw(r, t) * k[(a * 3 + b) * 3 + t];
+              u[static_cast<size_t>((((p * n + q) * n + r) * rows + m) * c_ + c)] =
                   static_cast<float>(sum);
             }
       }
@@ -127,11 +141,12 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   const int64_t nr = g_.nr, mr = g_.mr;
   const int64_t od = win.out[0], oh = win.out[1], ow = win.out[2];
   const int64_t id = win.in[0], ih = win.in[1], iw = win.in[2];
-  const int64_t td = depth_ ? (od + 1) / 2 : od, th = (oh + 1) / 2, tw = (ow + 1) / 2;
+  const int64_t te = tile_, n = te + 2;  // a tile's outputs and inputs along the height and width
+  const int64_t td = depth_ ? (od + 1) / 2 : od, th = ceil_div(oh, te), tw = ceil_div(ow, te);
   const int64_t per_item = td * th * tw, total = x.batch() * per_item;
   const int64_t blocks = ceil_div(total, nr);
   const int64_t stride = ceil_div(nr, kWinogradLanePad) * kWinogradLanePad + kWinogradLanePad;
-  const int64_t rows = depth_ ? 16 : 4;  // input rows of a tile
+  const int64_t rows = depth_ ? 16 : n;  // input rows of a tile
   const int64_t chunk = std::min(m_, std::max<int64_t>(1, kChannelChunk / mr) * mr);
   if (y.dtype() != g_.storage) throw Error("ConvWinograd: Y's dtype must be the storage's");
   const int64_t es = static_cast<int64_t>(dtype_size(g_.storage));
@@ -151,7 +166,7 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     // transforms of one output channel.
     const size_t v_floats = static_cast<size_t>(positions_ * v_step);
     const size_t m_floats = static_cast<size_t>(positions_ * m_step + kWinogradLanePad);
-    const size_t t_floats = static_cast<size_t>(rows * 4 * stride);
+    const size_t t_floats = static_cast<size_t>(rows * n * stride);
     PanelBuffer buf((v_floats + m_floats + 2 * t_floats) * sizeof(float), own);
     float* v = reinterpret_cast<float*>(buf.data());
     float* prod = v + v_floats;
@@ -179,11 +194,11 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     auto rows_of = [&](const Segment& s, int64_t c) {
       const uint8_t* plane = x.plane(s.n, c);
       for (int64_t a = 0; a < (depth_ ? 4 : 1); ++a)
-        for (int64_t bb = 0; bb < 4; ++bb) {
+        for (int64_t bb = 0; bb < n; ++bb) {
           const int64_t iz = depth_ ? 2 * s.tz - win.pad[0] + a : s.tz;
-          const int64_t iy = 2 * s.ty - win.pad[1] + bb;
+          const int64_t iy = te * s.ty - win.pad[1] + bb;
           const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
-          row[static_cast<size_t>(a * 4 + bb)] = in ? plane + (iz * ih + iy) * iw * es : nullptr;
+          row[static_cast<size_t>(a * n + bb)] = in ? plane + (iz * ih + iy) * iw * es : nullptr;
         }
     };
     for (int64_t b = cur.next(); b >= 0; b = cur.next()) {
@@ -191,16 +206,20 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
       segments(b, segs);
       // Input transform, a channel at a time: each segment's rows, lanes past the block's tiles
       // zero (the gemms read whole panels), then the height and depth transforms.
+      const auto input_rows = f43_ ? k_.f43.input_rows : k_.input_rows;
       for (int64_t c = 0; c < c_; ++c) {
         for (const Segment& s : segs) {
           rows_of(s, c);
-          k_.input_rows(row.data(), rows, 2 * s.tx - win.pad[2], iw, s.len, tmp + s.lane, stride);
+          input_rows(row.data(), rows, te * s.tx - win.pad[2], iw, s.len, tmp + s.lane, stride);
         }
         if (nt < nr) {
           std::fill(row.begin(), row.end(), nullptr);
-          k_.input_rows(row.data(), rows, 0, iw, nr - nt, tmp + nt, stride);
+          input_rows(row.data(), rows, 0, iw, nr - nt, tmp + nt, stride);
         }
-        k_.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
+        if (f43_)
+          k_.f43.input_finish(tmp, stride, nr, v + c * nr, v_step);
+        else
+          k_.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
       }
       for (int64_t m0 = 0; m0 < m_; m0 += chunk) {
         const int64_t mc = std::min(chunk, m_ - m0);
@@ -217,20 +236,23 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
                        static_cast<size_t>(c_), a, v + xi * v_step, offsets.data(),
                        prod + xi * m_step + (mb - m0) * nr, static_cast<size_t>(nr), gp);
         }
+        const auto output_row = f43_ ? k_.f43.output_row : k_.output_row;
         for (int64_t m = m0; m < m0 + mc; ++m) {
-          k_.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
+          if (f43_)
+            k_.f43.output_gather(prod + (m - m0) * nr, m_step, nt, o, stride);
+          else
+            k_.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
           ActParams act{e_.act, e_.slopes.empty() ? e_.alpha : e_.slopes[static_cast<size_t>(m)]};
           for (const Segment& s : segs)
             for (int64_t dz = 0; dz < (depth_ ? 2 : 1); ++dz)
-              for (int64_t dy = 0; dy < 2; ++dy) {
-                const int64_t oz = depth_ ? 2 * s.tz + dz : s.tz, oy = 2 * s.ty + dy;
+              for (int64_t dy = 0; dy < te; ++dy) {
+                const int64_t oz = depth_ ? 2 * s.tz + dz : s.tz, oy = te * s.ty + dy;
                 if (oz >= od || oy >= oh) continue;
-                const int64_t at = (s.n * m_ + m) * out_vol + oz * out_plane + oy * ow + 2 * s.tx;
-                const int64_t cols = std::min(2 * s.len, ow - 2 * s.tx);
-                k_.output_row(o + (dz * 2 + dy) * 4 * stride + s.lane, stride, s.len, cols,
-                              bias_[static_cast<size_t>(m)],
-                              residual ? residual.at(s.n, at) : nullptr, act, e_.residual_after_act,
-                              yb + at * es);
+                const int64_t at = (s.n * m_ + m) * out_vol + oz * out_plane + oy * ow + te * s.tx;
+                const int64_t cols = std::min(te * s.len, ow - te * s.tx);
+                output_row(o + (dz * te + dy) * n * stride + s.lane, stride, s.len, cols,
+                           bias_[static_cast<size_t>(m)], residual ? residual.at(s.n, at) : nullptr,
+                           act, e_.residual_after_act, yb + at * es);
               }
         }
       }

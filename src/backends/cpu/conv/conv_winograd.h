@@ -1,9 +1,10 @@
-// 3x3x3 and 3x3 convolutions of stride 1 in Winograd's F(2, 3) form: a block of NR output tiles
-// (2x2x2 positions in 3D, 2x2 in 2D) at a time, its input tiles transformed into the B panels of
-// 64 (16) gemms, one per transform position, whose A panels are the transformed weights (packed
-// once here), and the products transformed back into Y's rows with the convolution's epilogue
-// (backends/cpu/kernels/winograd/). A 3D layer takes 64 products per input and output channel
-// pair and tile of eight positions where the direct form takes 216.
+// 3x3x3 and 3x3 convolutions of stride 1 in Winograd's F(2, 3) form (fp16 storage's 2D ones in
+// F(4, 3)): a block of NR output tiles (2x2x2 positions in 3D, 2x2 in 2D, 4x4 in F(4, 3)) at a
+// time, its input tiles transformed into the B panels of 64 (16, 36) gemms, one per transform
+// position, whose A panels are the transformed weights (packed once here), and the products
+// transformed back into Y's rows with the convolution's epilogue (backends/cpu/kernels/winograd/).
+// A 3D layer takes 64 products per input and output channel pair and tile of eight positions
+// where the direct form takes 216; a 2D one in F(4, 3) 36 per tile of 16 for 144.
 //
 //   if (ConvWinograd::applies(kernel, strides, dilations, group, m, c, g))
 //     conv = std::make_unique<ConvWinograd>(g, isa, w, &b, epilogue);
@@ -43,8 +44,12 @@ class ConvWinograd {
   /// against 15.9-17.1, 32 -> 32 in 2D level (14.3-19.8 against 14.3-15.1).
   static constexpr int64_t kMinChannels = 16;
   /// The least M x C pairs for a layer of `dims` (2 or 3) spatial axes: 16 x 32 in 3D and 64 x 64
-  /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma.
-  static int64_t min_pairs(size_t dims, bool narrow);
+  /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma; in F(4, 3) (`f43`), 32 x 32, or 16 x
+  /// 16 for rows of narrow_fma. F(4, 3) on Zen 4 (narrow), fp16 models of one layer at 512^2, one
+  /// thread, against the direct form: 16 -> 16 10.9-12.0 ms against 14.2-14.4, 16 -> 32 15.5-20.4
+  /// against 29.2-30.2, 24 -> 24 18.1-19.9 against 30.3-31.3; its 32 x 32 on wide rows is not
+  /// measured (their direct form is twice as fast, and F(2, 3) in 2D gains from 64 x 64 there).
+  static int64_t min_pairs(size_t dims, bool narrow, bool f43 = false);
   /// The most M x C pairs: 512 x 1024. The deepest layers of a UNet (256 to 1024 channels) hold
   /// most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many bytes.
   /// Lifted from 256 x 256 (Zen 4, one thread: 3D at 128^3, 320 -> 320 at 8^3 40.4 -> 15.9 ms,
@@ -54,20 +59,37 @@ class ConvWinograd {
   /// 4.7, at 4^2 1.6 -> 5.2; nnU-Net 2d 1053-1081 -> 937-983 ms, weights 183 -> 277 MiB).
   static constexpr int64_t kMaxPairs = 512 * 1024;
   /// Whether fp16 storage keeps a layer's transformed weights in fp16 (widened a chunk of output
-  /// channels at a time as the gemms take them) rather than fp32: past fp16_kept_from() pairs, the
-  /// deep layers, whose weights are most of a model's and whose few blocks widen them seldom. Kept
-  /// in fp32 the transformed weights take 4.7 (2D 3.6) times the bytes of the direct form's fp16
-  /// ones: nnU-Net 3d's fp16 model at 128^3 peaked at 646.5 MiB against fp32's 1.04 GiB (0.61),
-  /// 518.5 with those layers direct. Below it they stay fp32: rounded to fp16 everywhere they
-  /// cost accuracy the direct form does not lose (nnU-Net's fp16 model at 64^3 against its fp32
-  /// model: relative L2 1.80e-3, argmax 99.907%, against 1.38e-3 and 99.926%), and the 32- and
-  /// 64-channel layers' many blocks would widen them often.
-  static bool keeps_fp16(DType storage, int64_t m, int64_t c) {
-    return storage == DType::f16 && m * c > fp16_kept_from();
+  /// channels at a time as the gemms take them) rather than fp32: past fp16_kept_from() pairs in
+  /// F(2, 3), past a quarter of it in F(4, 3) (`f43`, whose 36 positions take 2.25 times F(2, 3)'s
+  /// 16): the deep layers, whose weights are most of a model's and whose few blocks widen them
+  /// seldom. Kept in fp32 the transformed weights take 4.7 (2D 3.6, F(4, 3) 8) times the bytes of
+  /// the direct form's fp16 ones: nnU-Net 3d's fp16 model at 128^3 peaked at 646.5 MiB against
+  /// fp32's 1.04 GiB (0.61), 518.5 with those layers direct; nnU-Net 2d's at 512^2 at 256.1 MiB
+  /// against 459.4 (0.56) with F(4, 3)'s kept fp32 up to 256 x 256 pairs, 245.0 (0.53) from 128 x
+  /// 128. Below it they stay fp32: rounded to fp16 everywhere they cost accuracy the direct form
+  /// does not lose (nnU-Net's fp16 model at 64^3 against its fp32 model: relative L2 1.80e-3,
+  /// argmax 99.907%, against 1.38e-3 and 99.926%; nnU-Net 2d's at 256^2 in F(4, 3), fp16 from 64
+  /// x 64 pairs: 2.46e-3 and 99.933%, from 128 x 128 1.77e-3 and 99.962%, from 256 x 256 1.52e-3
+  /// and 99.968%), and the 32- and 64-channel layers' many blocks would widen them often.
+  static bool keeps_fp16(DType storage, int64_t m, int64_t c, bool f43 = false) {
+    return storage == DType::f16 && m * c > (f43 ? fp16_kept_from() / 4 : fp16_kept_from());
   }
   /// 256 x 256 pairs; set_fp16_kept_from changes it (tests) and returns the previous value.
   static int64_t fp16_kept_from();
   static int64_t set_fp16_kept_from(int64_t pairs);
+  /// Whether a layer takes F(4, 3) (winograd.h, WinogradF43Kernels) rather than F(2, 3): fp16
+  /// storage in 2D, where that form's rounding hides under fp16's, up to kF43MaxPairs. On Zen 4,
+  /// one thread, fp16 models of one layer (fp16 inputs and outputs) in F(2, 3) / F(4, 3), ms: 32
+  /// -> 32 at 512^2 46.9-56.3 / 30.2-30.8, 64 -> 64 at 256^2 28.3-34.0 / 17.0-19.7, 128 -> 128 at
+  /// 128^2 25.2-27.7 / 15.9-17.5, 256 -> 256 at 64^2 23.1-25.7 / 17.8-19.7 (the fp32 models 55.1,
+  /// 37.0, 27.4, 27.3); nnU-Net 2d's fp16 model at 512^2 925-972 -> 728-735 ms (fp32 932-999).
+  static bool f43(DType storage, size_t dims, int64_t m, int64_t c) {
+    return storage == DType::f16 && dims == 2 && m * c <= kF43MaxPairs;
+  }
+  /// The most pairs in F(4, 3): 256 x 256. Past it (nnU-Net 2d's 512-channel layers) F(2, 3) with
+  /// fp16-kept weights: F(4, 3)'s kept in fp16 took 135 MiB more of nnU-Net 2d's fp16 model (380.6
+  /// MiB, 0.83 of fp32's peak) for no time measured (718-739 ms against 748-791, one thread).
+  static constexpr int64_t kF43MaxPairs = 256 * 256;
   /// Whether row g's multiply-adds are few a cycle against its loads, stores and shuffles: rows
   /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
   /// (CpuFeatures::avx512_split: Zen 4).
@@ -79,7 +101,9 @@ class ConvWinograd {
   /// dtype.
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
            const ConvResidual& residual, Tensor& y) const;
-  std::string kernel_names() const { return std::string(g_.name) + " " + k_.name; }
+  std::string kernel_names() const {
+    return std::string(g_.name) + " " + (f43_ ? k_.f43.name : k_.name);
+  }
   /// Bytes of the packed weights and bias.
   size_t packed_bytes() const { return u_.size() + bias_.size() * sizeof(float); }
 
@@ -87,8 +111,10 @@ class ConvWinograd {
   const GemmKernel& g_;
   const WinogradKernels& k_;
   int64_t m_, c_;
-  bool depth_;               // 3D: 64 transform positions, tiles of 2x2x2; else 16, tiles of 2x2
-  int64_t positions_;        // 64 or 16
+  bool depth_;               // 3D: 64 transform positions, tiles of 2x2x2; else 2D
+  bool f43_;                 // 2D in F(4, 3): 36 positions, tiles of 4x4; else 16, tiles of 2x2
+  int64_t tile_;             // output positions along a tile's height and width: 2 or 4
+  int64_t positions_;        // 64, 16 or 36
   APanels u_;                // per position: the M x C transformed weights, packed for g_
                              // (fp32, or fp16 where keeps_fp16)
   size_t u_bytes_ = 0;       // one position's

@@ -4,7 +4,8 @@
 namespace voxrt::cpu {
 
 const WinogradKernels* f16_winograd_avx2() {
-  static constexpr WinogradKernels k = WinogradImpl<VecAvx2, Half>::table("f16_winograd__avx2");
+  static constexpr WinogradKernels k =
+      WinogradImpl<VecAvx2, Half>::table("f16_winograd__avx2", "f16_winograd_f43__avx2");
   return &k;
 }
 

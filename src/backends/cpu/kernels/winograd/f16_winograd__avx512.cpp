@@ -4,7 +4,8 @@
 namespace voxrt::cpu {
 
 const WinogradKernels* f16_winograd_avx512() {
-  static constexpr WinogradKernels k = WinogradImpl<VecAvx512, Half>::table("f16_winograd__avx512");
+  static constexpr WinogradKernels k =
+      WinogradImpl<VecAvx512, Half>::table("f16_winograd__avx512", "f16_winograd_f43__avx512");
   return &k;
 }
 

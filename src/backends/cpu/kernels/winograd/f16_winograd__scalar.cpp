@@ -4,7 +4,8 @@
 namespace voxrt::cpu {
 
 const WinogradKernels* f16_winograd_scalar() {
-  static constexpr WinogradKernels k = WinogradImpl<VecScalar, Half>::table("f16_winograd__scalar");
+  static constexpr WinogradKernels k =
+      WinogradImpl<VecScalar, Half>::table("f16_winograd__scalar", "f16_winograd_f43__scalar");
   return &k;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <type_traits>
 
 #include "backends/cpu/kernels/vec/vec_math.h"
 #include "backends/cpu/kernels/winograd/winograd.h"
@@ -132,24 +133,29 @@ struct WinogradImpl {
       gather<false>(m, m_stride, lanes, o, stride);
   }
 
+  // Values [at, at + W) of an output row of `cols`, those before cols: + bias b, the residual r
+  // (null: none), the activation (the residual after it where `after`), stored at y.
+  template <Act A>
+  static void put_values(V v, int64_t at, int64_t cols, V b, const T* r, const ActVec<S>& pv,
+                         bool after, T* y) {
+    const int count = static_cast<int>(std::min<int64_t>(W, cols - at));
+    if (count <= 0) return;
+    auto res = [&] { return count == W ? S::load(r + at) : S::load_partial(r + at, count); };
+    v = S::add(v, b);
+    if (r && !after) v = S::add(v, res());
+    v = activate<S, A>(v, pv);
+    if (r && after) v = S::add(v, res());
+    if (count == W)
+      S::store(y + at, v);
+    else
+      S::store_partial(y + at, v, count);
+  }
+
   template <Act A>
   static void finish_row(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
                          const T* r, const ActVec<S>& pv, bool after, T* y) {
     const V b = S::set1(bias);
-    // Values [at, at + count) of the row: + bias, residual, activation, stored.
-    auto put = [&](V v, int64_t at) {
-      const int count = static_cast<int>(std::min<int64_t>(W, cols - at));
-      if (count <= 0) return;
-      auto res = [&] { return count == W ? S::load(r + at) : S::load_partial(r + at, count); };
-      v = S::add(v, b);
-      if (r && !after) v = S::add(v, res());
-      v = activate<S, A>(v, pv);
-      if (r && after) v = S::add(v, res());
-      if (count == W)
-        S::store(y + at, v);
-      else
-        S::store_partial(y + at, v, count);
-    };
+    auto put = [&](V v, int64_t at) { put_values<A>(v, at, cols, b, r, pv, after, y); };
     for (int64_t j = 0; j < len; j += W) {
       const V u0 = S::load(o + j), u1 = S::load(o + stride + j), u2 = S::load(o + 2 * stride + j),
               u3 = S::load(o + 3 * stride + j);
@@ -170,8 +176,149 @@ struct WinogradImpl {
     });
   }
 
-  static constexpr WinogradKernels table(const char* name) {
-    return WinogradKernels{name, input_rows, input_finish, output_gather, output_row};
+  // F(4, 3), 2D (winograd.h, WinogradF43Kernels).
+
+  // B^T along one axis, in place on six values.
+  static void bt6(V (&d)[6]) {
+    const V m4 = S::set1(-4.0f), m5 = S::set1(-5.0f), four = S::set1(4.0f);
+    const V t0 = S::fmadd(m4, d[2], d[4]), t1 = S::fmadd(m4, d[1], d[3]);
+    const V t2 = S::sub(d[4], d[2]), t3 = S::sub(d[3], d[1]);
+    const V v0 = S::fmadd(four, d[0], S::fmadd(m5, d[2], d[4]));
+    const V v5 = S::fmadd(four, d[1], S::fmadd(m5, d[3], d[5]));
+    d[0] = v0;
+    d[1] = S::add(t0, t1);
+    d[2] = S::sub(t0, t1);
+    d[3] = S::add(t2, S::add(t3, t3));
+    d[4] = S::sub(t2, S::add(t3, t3));
+    d[5] = v5;
+  }
+
+  // A^T along one axis: six values to four.
+  static void at6(const V (&m)[6], V (&y)[4]) {
+    const V a = S::add(m[1], m[2]), b = S::sub(m[1], m[2]), c = S::add(m[3], m[4]),
+            d = S::sub(m[3], m[4]);
+    y[0] = S::add(S::add(m[0], a), c);
+    y[1] = S::fmadd(S::set1(2.0f), d, b);
+    y[2] = S::fmadd(S::set1(4.0f), c, a);
+    y[3] = S::add(S::fmadd(S::set1(8.0f), d, b), m[5]);
+  }
+
+  // x[i], zero outside [0, w).
+  static float value(const T* x, int64_t i, int64_t w) {
+    return i >= 0 && i < w ? S::load1(x + i) : 0.0f;
+  }
+
+  static void input_rows4(const void* const* rows, int64_t nrows, int64_t x0, int64_t w,
+                          int64_t len, float* out, int64_t stride) {
+    assert(len <= kWinogradMaxLen);
+    for (int64_t r = 0; r < nrows; ++r) {
+      float* o = out + r * 6 * stride;
+      const T* x = static_cast<const T*>(rows[r]);
+      for (int64_t j = 0; j < len; j += W) {
+        V d[6] = {S::zero(), S::zero(), S::zero(), S::zero(), S::zero(), S::zero()};
+        if (x) {
+          // The W tiles' values u < 4 are 4W consecutive values, split four ways; u = 4, 5 are
+          // the next tile's 0 and 1, one lane on.
+          const int64_t k = x0 + 4 * j;
+          V a, b, c, e;
+          float n0, n1;
+          if (k >= 0 && k + 4 * W + 2 <= w) {  // inside the row
+            a = S::load(x + k);
+            b = S::load(x + k + W);
+            c = S::load(x + k + 2 * W);
+            e = S::load(x + k + 3 * W);
+            n0 = S::load1(x + k + 4 * W);
+            n1 = S::load1(x + k + 4 * W + 1);
+          } else {
+            a = window(x, k, w);
+            b = window(x, k + W, w);
+            c = window(x, k + 2 * W, w);
+            e = window(x, k + 3 * W, w);
+            n0 = value(x, k + 4 * W, w);
+            n1 = value(x, k + 4 * W + 1, w);
+          }
+          V e0, o0, e1, o1;
+          S::deinterleave(a, b, e0, o0);
+          S::deinterleave(c, e, e1, o1);
+          S::deinterleave(e0, e1, d[0], d[2]);
+          S::deinterleave(o0, o1, d[1], d[3]);
+          d[4] = S::shift_down(d[0], S::set1(n0));
+          d[5] = S::shift_down(d[1], S::set1(n1));
+          bt6(d);
+        }
+        for (int u = 0; u < 6; ++u) S::store(o + u * stride + j, d[u]);
+      }
+    }
+  }
+
+  static void input_finish4(const float* in, int64_t stride, int64_t lanes, float* v,
+                            int64_t v_stride) {
+    for (int64_t j = 0; j < lanes; j += W) {
+      const int c = static_cast<int>(std::min<int64_t>(W, lanes - j));
+      for (int u = 0; u < 6; ++u) {
+        V d[6];
+        for (int b = 0; b < 6; ++b) d[b] = S::load(in + (b * 6 + u) * stride + j);
+        bt6(d);
+        for (int q = 0; q < 6; ++q) {
+          float* dst = v + (q * 6 + u) * v_stride + j;
+          if (c == W)
+            S::store(dst, d[q]);
+          else
+            S::store_partial(dst, d[q], c);
+        }
+      }
+    }
+  }
+
+  static void output_gather4(const float* m, int64_t m_stride, int64_t lanes, float* o,
+                             int64_t stride) {
+    for (int64_t j = 0; j < lanes; j += W)
+      for (int u = 0; u < 6; ++u) {
+        V x[6], y[4];
+        for (int q = 0; q < 6; ++q) x[q] = S::load(m + (q * 6 + u) * m_stride + j);
+        at6(x, y);
+        for (int dy = 0; dy < 4; ++dy) S::store(o + (dy * 6 + u) * stride + j, y[dy]);
+      }
+  }
+
+  template <Act A>
+  static void finish_row4(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
+                          const T* r, const ActVec<S>& pv, bool after, T* y) {
+    const V b = S::set1(bias);
+    auto put = [&](V v, int64_t at) { put_values<A>(v, at, cols, b, r, pv, after, y); };
+    for (int64_t j = 0; j < len; j += W) {
+      V x[6], t[4];
+      for (int u = 0; u < 6; ++u) x[u] = S::load(o + u * stride + j);
+      at6(x, t);
+      // The four outputs of each tile next to each other: two rounds of interleaving.
+      V p_lo, p_hi, q_lo, q_hi, y0, y1, y2, y3;
+      S::interleave(t[0], t[2], p_lo, p_hi);
+      S::interleave(t[1], t[3], q_lo, q_hi);
+      S::interleave(p_lo, q_lo, y0, y1);
+      S::interleave(p_hi, q_hi, y2, y3);
+      put(y0, 4 * j);
+      put(y1, 4 * j + W);
+      put(y2, 4 * j + 2 * W);
+      put(y3, 4 * j + 3 * W);
+    }
+  }
+
+  static void output_row4(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
+                          const void* residual, const ActParams& act, bool residual_after_act,
+                          void* y) {
+    const T* r = static_cast<const T*>(residual);
+    const ActVec<S> pv(act);
+    with_act(act.act, [&]<Act A>() {
+      finish_row4<A>(o, stride, len, cols, bias, r, pv, residual_after_act, static_cast<T*>(y));
+    });
+  }
+
+  // F(4, 3)'s kernels for fp16 storage only (ConvWinograd::f43); fp32's table leaves them null.
+  static constexpr WinogradKernels table(const char* name, const char* f43_name = nullptr) {
+    WinogradKernels k{name, input_rows, input_finish, output_gather, output_row, {}};
+    if constexpr (std::is_same_v<T, Half>)
+      k.f43 = {f43_name, input_rows4, input_finish4, output_gather4, output_row4};
+    return k;
   }
 };
 
