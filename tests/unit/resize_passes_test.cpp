@@ -309,8 +309,11 @@ TEST(ResizeSizesAsScales, SizesThatDependOnTheInputStay) {
     ir::Graph after = before;
     resize_sizes_as_scales(after);
     const std::string what = shape_str(c.input);
-    for (const ir::Node& n : after.nodes)
-      if (n.op_type == "Resize") EXPECT_EQ(n.num_inputs(), 4) << what << ": sizes kept";
+    for (const ir::Node& n : after.nodes) {
+      if (n.op_type == "Resize") {
+        EXPECT_EQ(n.num_inputs(), 4) << what << ": sizes kept";
+      }
+    }
     expect_same_outputs(before, after, {random_input(c.input, 22)}, 1e-6, what);
   }
   // Sizes (N, C, 1010, 6, 8) of an input whose depth is unknown: twice the Resize's input depth
@@ -319,8 +322,11 @@ TEST(ResizeSizesAsScales, SizesThatDependOnTheInputStay) {
   ir::Graph g =
       resize_sizes_graph({std::string("D"), int64_t{6}, int64_t{8}}, "nearest", 17, {1010, 6, 8});
   resize_sizes_as_scales(g);
-  for (const ir::Node& n : g.nodes)
-    if (n.op_type == "Resize") EXPECT_EQ(n.num_inputs(), 4) << "sizes a multiple in one probe";
+  for (const ir::Node& n : g.nodes) {
+    if (n.op_type == "Resize") {
+      EXPECT_EQ(n.num_inputs(), 4) << "sizes a multiple in one probe";
+    }
+  }
 }
 
 // With the spatial dims unknown, the sizes stay sizes (resize-sizes-as-scales), and the Resize,
