@@ -52,10 +52,11 @@ struct SessionOptions {
   /// 3x3x3 and 3x3 convolutions of stride 1, one group, 16 channels a side or more (at least 16 x
   /// 32 channel pairs, 64 x 64 in 2D; 16 x 16 and 32 x 32 on AVX2 and Zen 4; at most 512 x 1024)
   /// and fp32 products (not bf16 products, not fp16 arithmetic) in Winograd's F(2, 3) form, fp16
-  /// storage's 2D layers of up to 256 x 256 pairs (from 16 x 16 on AVX2 and Zen 4, 32 x 32
-  /// elsewhere) in F(4, 3): at 64 channels and more about twice as fast as the direct form, their
-  /// packed weights 2.4 (3D) or 1.8 (2D; F(4, 3) 4) times as many bytes (fp16 storage: fp32 ones,
-  /// but past 256 x 256 pairs, F(4, 3) 128 x 128), and the Resize or ConvTranspose before such a
+  /// storage's layers of up to 256 x 256 pairs in 2D and 32 x 64 in 3D (from 16 x 16 on AVX2 and
+  /// Zen 4, 32 x 32 elsewhere) in F(4, 3): at 64 channels and more about twice as fast as the
+  /// direct form, their packed weights 2.4 (3D) or 1.8 (2D; F(4, 3) 4 and 8) times as many bytes
+  /// (fp16 storage: fp32 ones, but past 256 x 256 pairs, 2D's F(4, 3) 128 x 128), and the Resize
+  /// or ConvTranspose before such a
   /// convolution no longer fused into it. Off: the direct form everywhere (the `voxrt` commands:
   /// VOXRT_WINOGRAD=0).
   bool winograd = true;

@@ -59,6 +59,7 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
     return add_case(cases, op, std::move(x), std::move(w));
   };
   add("Conv", {1, 16, 7, 9, 11}, {32, 16, 3, 3, 3}).ints("pads", pads3);
+  add("Conv", {1, 40, 6, 5, 7}, {64, 40, 3, 3, 3}).ints("pads", pads3);  // F(2, 3) in fp16 too
   add("Conv", {2, 20, 6, 5, 8}, {27, 20, 3, 3, 3});  // no padding; blocks cross the batch items
   add("Conv", {1, 18, 5, 6, 7}, {70, 18, 3, 3, 3}).ints("pads", {2, 1, 0, 0, 1, 2}).bias = false;
   add("Conv", {1, 32, 4, 3, 2}, {16, 32, 3, 3, 3}).ints("pads", pads3);  // one block, one tile row
@@ -90,10 +91,11 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
       const std::string kernel = lowered_kernel(c, t, GetParam());
       EXPECT_EQ(kernel.find("_winograd") != std::string::npos, f32_products)
           << c.str() << " " << dtype_name(t) << ": " << kernel;
-      // F(4, 3) for fp16 storage's 2D layers, F(2, 3) elsewhere.
+      // F(4, 3) for fp16 storage (every 2D case here, and the 3D ones up to 32 x 64 pairs),
+      // F(2, 3) elsewhere.
       if (f32_products) {
         EXPECT_EQ(kernel.find("_winograd_f43__") != std::string::npos,
-                  t == DType::f16 && c.w.size() == 4)
+                  t == DType::f16 && c.w[0] * c.w[1] <= (c.w.size() == 4 ? 256 * 256 : 32 * 64))
             << c.str() << " " << dtype_name(t) << ": " << kernel;
       }
       EXPECT_EQ(lowered_kernel(c, t, GetParam(), false).find("winograd"), std::string::npos)
@@ -105,13 +107,14 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
 // The deep layers of fp16 storage keep their transformed weights in fp16, widened a chunk of output
 // channels at a time: with the threshold lowered so that small layers take that path, within the
 // fp16 bound of the reference (3D in F(2, 3), 2D in F(4, 3), more output channels than a chunk, a
-// residual), in about half the bytes; and a 2D layer past F(4, 3)'s pairs, in F(2, 3), kept in
-// fp16 at the default threshold.
+// residual), in about half the bytes; a 2D layer past F(4, 3)'s pairs, in F(2, 3), kept in fp16
+// at the default threshold; 3D's F(4, 3) never.
 TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
   ThreadPool pool(2);
   std::mt19937 rng(44);
   std::vector<ConvCase> cases;
-  add_case(cases, "Conv", {1, 16, 5, 6, 7}, {70, 16, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
+  add_case(cases, "Conv", {1, 48, 5, 6, 7}, {70, 48, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
+  add_case(cases, "Conv", {1, 16, 5, 6, 7}, {40, 16, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
   add_case(cases, "FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual =
       true;
   add_case(cases, "Conv", {1, 272, 3, 5}, {256, 272, 3, 3}).ints("pads", {1, 1, 1, 1});
@@ -123,15 +126,18 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
   };
   int k = 0;
   for (const ConvCase& c : cases) {
+    const bool depth = c.w.size() == 5;
     const bool f43 = ConvWinograd::f43(DType::f16, c.w.size() - 2, c.w[0], c.w[1]);
-    const bool kept = ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1], f43);
+    EXPECT_EQ(f43, c.w[0] == 40 || c.w[0] == 65) << c.str();
+    const bool kept = ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1], f43, depth);
     EXPECT_EQ(kept, c.w[0] == 256) << c.str();
     const int64_t before = bytes(c, GetParam());
     const Fp16KeptFrom all(0);
-    ASSERT_TRUE(ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1], f43));
+    const bool kept_now = ConvWinograd::keeps_fp16(DType::f16, c.w[0], c.w[1], f43, depth);
+    EXPECT_EQ(kept_now, !(f43 && depth)) << c.str();
     const int64_t after = bytes(c, GetParam());
     if (lowered_kernel(c, DType::f16, GetParam()).find("_winograd") != std::string::npos) {
-      if (kept)
+      if (kept || !kept_now)
         EXPECT_EQ(after, before) << c.str();
       else
         EXPECT_LT(after, before * 6 / 10) << c.str();
@@ -166,12 +172,15 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 256, 256));
   EXPECT_TRUE(ConvWinograd::keeps_fp16(DType::f16, 320, 256));
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f32, 320, 256));
-  // F(4, 3) for fp16 storage's 2D layers up to 256 x 256 pairs, from 16 x 16 (32 x 32 on rows
-  // that are not narrow), its weights kept in fp16 past 128 x 128.
+  // F(4, 3) for fp16 storage's 2D layers up to 256 x 256 pairs and 3D ones up to 32 x 64, from 16
+  // x 16 (32 x 32 on rows that are not narrow), its weights kept in fp16 past 128 x 128 in 2D,
+  // never in 3D.
   EXPECT_TRUE(ConvWinograd::f43(DType::f16, 2, 256, 256));
   EXPECT_FALSE(ConvWinograd::f43(DType::f16, 2, 320, 256));
   EXPECT_FALSE(ConvWinograd::f43(DType::f32, 2, 64, 64));
+  EXPECT_TRUE(ConvWinograd::f43(DType::f16, 3, 32, 64));
   EXPECT_FALSE(ConvWinograd::f43(DType::f16, 3, 64, 64));
+  EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 512, 512, true, true));
   EXPECT_EQ(ConvWinograd::min_pairs(2, true, true), 16 * 16);
   EXPECT_EQ(ConvWinograd::min_pairs(2, false, true), 32 * 32);
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 128, 128, true));

@@ -12,15 +12,14 @@ namespace {
 
 // G, the weight transform along one axis: 4 x 3 for F(2, 3), 6 x 3 for F(4, 3).
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-constexpr double kG43[6][3] = {{1.0 / 4, 0, 0},
-                               {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                               {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                               {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                               {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                               {0, 0, 1}};
+// F(4, 3)'s rows are multiplied by 4, 6, 6, 24, 24 and 1, and A^T's columns divided by them
+// (kernels/winograd/winograd_impl.h, at6): transformed weights as large as the weights, not down
+// to 1/24^3 of them, where fp16 keeps them (in 3D, 1/24^3 of a weight is an fp16 subnormal).
+constexpr double kG43[6][3] = {{1, 0, 0}, {-1, -1, -1}, {-1, 1, -1},
+                               {1, 2, 4}, {1, -2, 4},   {0, 0, 1}};
 
 // Output channels a block's products are made and transformed back for at a time: the products'
-// scratch stays at positions x this x NR values.
+// scratch stays at positions x this x NR values (half of it in 3D's F(4, 3), with 216 positions).
 constexpr int64_t kChannelChunk = 64;
 
 // Floats between the positions' panels past the panels themselves: consecutive positions then
@@ -84,7 +83,7 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
       depth_(w.rank() == 5),
       f43_(f43(g.storage, static_cast<size_t>(w.rank() - 2), w.dim(0), w.dim(1))),
       tile_(f43_ ? 4 : 2),
-      positions_(depth_ ? 64 : (tile_ + 2) * (tile_ + 2)),
+      positions_((depth_ ? tile_ + 2 : 1) * (tile_ + 2) * (tile_ + 2)),
       e_(std::move(e)) {
   if (w.rank() < 4 || w.rank() > 5)
     throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) +
@@ -95,13 +94,13 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
   u_bytes_ = packed_a_bytes(g_, m_, c_);
   // Kept as the row takes them, fp32, but for fp16 storage's deep layers (keeps_fp16): transformed
   // fp16 weights are not fp16 values, rounding them costs accuracy.
-  u_ =
-      APanels(g_, u_bytes_ * static_cast<size_t>(positions_), keeps_fp16(g_.storage, m_, c_, f43_));
+  u_ = APanels(g_, u_bytes_ * static_cast<size_t>(positions_),
+               keeps_fp16(g_.storage, m_, c_, f43_, depth_));
   // U[xi][m][c] = (G g G^T) over the axes, in double, a block of MR output channels at a time,
   // each position's micro-panel of the block packed from it: the copies beside the panels stay a
   // block's (a whole layer's transformed weights in floats were as large as the panels).
-  const int64_t taps = depth_ ? 27 : 9, pd = depth_ ? 4 : 1, kd = depth_ ? 3 : 1, mr = g_.mr;
-  const int64_t n = tile_ + 2;  // transform positions along the height and width
+  const int64_t n = tile_ + 2;  // transform positions along each axis
+  const int64_t taps = depth_ ? 27 : 9, pd = depth_ ? n : 1, kd = depth_ ? 3 : 1, mr = g_.mr;
   auto gw = [&](int64_t i, int64_t k) { return f43_ ? kG43[i][k] : kG[i][k]; };
   const size_t panel_bytes = packed_a_bytes(g_, mr, c_);
   std::vector<float> wf(static_cast<size_t>(mr * c_ * taps));
@@ -119,7 +118,7 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
               for (int64_t a = 0; a < kd; ++a)
                 for (int64_t b = 0; b < 3; ++b)
                   for (int64_t t = 0; t < 3; ++t)
-                    sum += (depth_ ? kG[p][a] : 1.0) * gw(q, b) * gw(r, t) * k[(a * 3 + b) * 3 + t];
+                    sum += (depth_ ? gw(p, a) : 1.0) * gw(q, b) * gw(r, t) * k[(a * 3 + b) * 3 + t];
               u[static_cast<size_t>((((p * n + q) * n + r) * rows + m) * c_ + c)] =
                   static_cast<float>(sum);
             }
@@ -142,12 +141,13 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   const int64_t od = win.out[0], oh = win.out[1], ow = win.out[2];
   const int64_t id = win.in[0], ih = win.in[1], iw = win.in[2];
   const int64_t te = tile_, n = te + 2;  // a tile's outputs and inputs along the height and width
-  const int64_t td = depth_ ? (od + 1) / 2 : od, th = ceil_div(oh, te), tw = ceil_div(ow, te);
+  const int64_t td = depth_ ? ceil_div(od, te) : od, th = ceil_div(oh, te), tw = ceil_div(ow, te);
   const int64_t per_item = td * th * tw, total = x.batch() * per_item;
   const int64_t blocks = ceil_div(total, nr);
   const int64_t stride = ceil_div(nr, kWinogradLanePad) * kWinogradLanePad + kWinogradLanePad;
-  const int64_t rows = depth_ ? 16 : n;  // input rows of a tile
-  const int64_t chunk = std::min(m_, std::max<int64_t>(1, kChannelChunk / mr) * mr);
+  const int64_t rows = depth_ ? n * n : n;  // input rows of a tile
+  const int64_t chunk = std::min(
+      m_, std::max<int64_t>(1, (f43_ && depth_ ? kChannelChunk / 2 : kChannelChunk) / mr) * mr);
   if (y.dtype() != g_.storage) throw Error("ConvWinograd: Y's dtype must be the storage's");
   const int64_t es = static_cast<int64_t>(dtype_size(g_.storage));
   const std::vector<int64_t> offsets = panel_offsets(g_, c_);
@@ -193,9 +193,9 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     // The rows of channel c segment s reads (null outside X).
     auto rows_of = [&](const Segment& s, int64_t c) {
       const uint8_t* plane = x.plane(s.n, c);
-      for (int64_t a = 0; a < (depth_ ? 4 : 1); ++a)
+      for (int64_t a = 0; a < (depth_ ? n : 1); ++a)
         for (int64_t bb = 0; bb < n; ++bb) {
-          const int64_t iz = depth_ ? 2 * s.tz - win.pad[0] + a : s.tz;
+          const int64_t iz = depth_ ? te * s.tz - win.pad[0] + a : s.tz;
           const int64_t iy = te * s.ty - win.pad[1] + bb;
           const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
           row[static_cast<size_t>(a * n + bb)] = in ? plane + (iz * ih + iy) * iw * es : nullptr;
@@ -217,7 +217,7 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
           input_rows(row.data(), rows, 0, iw, nr - nt, tmp + nt, stride);
         }
         if (f43_)
-          k_.f43.input_finish(tmp, stride, nr, v + c * nr, v_step);
+          k_.f43.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
         else
           k_.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
       }
@@ -239,14 +239,14 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
         const auto output_row = f43_ ? k_.f43.output_row : k_.output_row;
         for (int64_t m = m0; m < m0 + mc; ++m) {
           if (f43_)
-            k_.f43.output_gather(prod + (m - m0) * nr, m_step, nt, o, stride);
+            k_.f43.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
           else
             k_.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
           ActParams act{e_.act, e_.slopes.empty() ? e_.alpha : e_.slopes[static_cast<size_t>(m)]};
           for (const Segment& s : segs)
-            for (int64_t dz = 0; dz < (depth_ ? 2 : 1); ++dz)
+            for (int64_t dz = 0; dz < (depth_ ? te : 1); ++dz)
               for (int64_t dy = 0; dy < te; ++dy) {
-                const int64_t oz = depth_ ? 2 * s.tz + dz : s.tz, oy = te * s.ty + dy;
+                const int64_t oz = depth_ ? te * s.tz + dz : s.tz, oy = te * s.ty + dy;
                 if (oz >= od || oy >= oh) continue;
                 const int64_t at = (s.n * m_ + m) * out_vol + oz * out_plane + oy * ow + te * s.tx;
                 const int64_t cols = std::min(te * s.len, ow - te * s.tx);

@@ -60,36 +60,53 @@ class ConvWinograd {
   static constexpr int64_t kMaxPairs = 512 * 1024;
   /// Whether fp16 storage keeps a layer's transformed weights in fp16 (widened a chunk of output
   /// channels at a time as the gemms take them) rather than fp32: past fp16_kept_from() pairs in
-  /// F(2, 3), past a quarter of it in F(4, 3) (`f43`, whose 36 positions take 2.25 times F(2, 3)'s
-  /// 16): the deep layers, whose weights are most of a model's and whose few blocks widen them
-  /// seldom. Kept in fp32 the transformed weights take 4.7 (2D 3.6, F(4, 3) 8) times the bytes of
-  /// the direct form's fp16 ones: nnU-Net 3d's fp16 model at 128^3 peaked at 646.5 MiB against
-  /// fp32's 1.04 GiB (0.61), 518.5 with those layers direct; nnU-Net 2d's at 512^2 at 256.1 MiB
-  /// against 459.4 (0.56) with F(4, 3)'s kept fp32 up to 256 x 256 pairs, 245.0 (0.53) from 128 x
-  /// 128. Below it they stay fp32: rounded to fp16 everywhere they cost accuracy the direct form
-  /// does not lose (nnU-Net's fp16 model at 64^3 against its fp32 model: relative L2 1.80e-3,
-  /// argmax 99.907%, against 1.38e-3 and 99.926%; nnU-Net 2d's at 256^2 in F(4, 3), fp16 from 64
-  /// x 64 pairs: 2.46e-3 and 99.933%, from 128 x 128 1.77e-3 and 99.962%, from 256 x 256 1.52e-3
-  /// and 99.968%), and the 32- and 64-channel layers' many blocks would widen them often.
-  static bool keeps_fp16(DType storage, int64_t m, int64_t c, bool f43 = false) {
+  /// F(2, 3), past a quarter of it in 2D's F(4, 3) (`f43`, whose 36 positions take 2.25 times F(2,
+  /// 3)'s 16), never in 3D's (`depth`: its transforms magnify the rounding of fp16 weights past
+  /// fp16's bound, nnU-Net's fp16 model at 64^3 at 1.95e-2 and argmax 99.07%): the deep layers,
+  /// whose weights are most of a model's and whose few blocks widen them seldom. Kept in fp32 the
+  /// transformed weights take 4.7 (2D 3.6, F(4, 3) 8 and 16) times the bytes of the direct form's
+  /// fp16 ones: nnU-Net 3d's fp16 model at 128^3 peaked at 646.5 MiB against fp32's 1.04 GiB
+  /// (0.61), 518.5 with those layers direct; nnU-Net 2d's at 512^2 at 256.1 MiB against 459.4
+  /// (0.56) with F(4, 3)'s kept fp32 up to 256 x 256 pairs, 245.0 (0.53) from 128 x 128. Below it
+  /// they stay fp32: rounded to fp16 everywhere they cost accuracy the direct form does not lose
+  /// (nnU-Net's fp16 model at 64^3 against its fp32 model: relative L2 1.80e-3, argmax 99.907%,
+  /// against 1.38e-3 and 99.926%; nnU-Net 2d's at 256^2 in F(4, 3), fp16 from 64 x 64 pairs:
+  /// 2.46e-3 and 99.933%, from 128 x 128 1.77e-3 and 99.962%, from 256 x 256 1.52e-3 and
+  /// 99.968%), and the 32- and 64-channel layers' many blocks would widen them often.
+  static bool keeps_fp16(DType storage, int64_t m, int64_t c, bool f43 = false,
+                         bool depth = false) {
+    if (f43 && depth) return false;
     return storage == DType::f16 && m * c > (f43 ? fp16_kept_from() / 4 : fp16_kept_from());
   }
   /// 256 x 256 pairs; set_fp16_kept_from changes it (tests) and returns the previous value.
   static int64_t fp16_kept_from();
   static int64_t set_fp16_kept_from(int64_t pairs);
   /// Whether a layer takes F(4, 3) (winograd.h, WinogradF43Kernels) rather than F(2, 3): fp16
-  /// storage in 2D, where that form's rounding hides under fp16's, up to kF43MaxPairs. On Zen 4,
-  /// one thread, fp16 models of one layer (fp16 inputs and outputs) in F(2, 3) / F(4, 3), ms: 32
-  /// -> 32 at 512^2 46.9-56.3 / 30.2-30.8, 64 -> 64 at 256^2 28.3-34.0 / 17.0-19.7, 128 -> 128 at
-  /// 128^2 25.2-27.7 / 15.9-17.5, 256 -> 256 at 64^2 23.1-25.7 / 17.8-19.7 (the fp32 models 55.1,
-  /// 37.0, 27.4, 27.3); nnU-Net 2d's fp16 model at 512^2 925-972 -> 728-735 ms (fp32 932-999).
+  /// storage, where that form's rounding hides under fp16's, up to kF43MaxPairs in 2D and
+  /// kF43MaxPairs3d in 3D. On Zen 4, one thread, fp16 models of one layer (fp16 inputs and
+  /// outputs) in F(2, 3) / F(4, 3), ms: 32 -> 32 at 512^2 46.9-56.3 / 30.2-30.8, 64 -> 64 at 256^2
+  /// 28.3-34.0 / 17.0-19.7, 128 -> 128 at 128^2 25.2-27.7 / 15.9-17.5, 256 -> 256 at 64^2
+  /// 23.1-25.7 / 17.8-19.7 (the fp32 models 55.1, 37.0, 27.4, 27.3); 3D 16 -> 16 at 96^3
+  /// 78.4-84.8 / 44.9-57.2, 16 -> 32 132.6-146.0 / 77.0-88.0, 32 -> 32 225.2-232.8 / 127.0-137.6
+  /// (fp32 294.5), 64 -> 64 at 48^3 105.2-116.5 / 64.8-80.5 (fp32 121.0), 128 -> 128 at 24^3
+  /// 47.3-57.0 / 29.4-35.0; nnU-Net 2d's fp16 model at 512^2 925-972 -> 728-735 ms (fp32 932-999).
   static bool f43(DType storage, size_t dims, int64_t m, int64_t c) {
-    return storage == DType::f16 && dims == 2 && m * c <= kF43MaxPairs;
+    return storage == DType::f16 && m * c <= (dims == 2 ? kF43MaxPairs : kF43MaxPairs3d);
   }
-  /// The most pairs in F(4, 3): 256 x 256. Past it (nnU-Net 2d's 512-channel layers) F(2, 3) with
-  /// fp16-kept weights: F(4, 3)'s kept in fp16 took 135 MiB more of nnU-Net 2d's fp16 model (380.6
-  /// MiB, 0.83 of fp32's peak) for no time measured (718-739 ms against 748-791, one thread).
+  /// The most pairs in F(4, 3) in 2D: 256 x 256. Past it (nnU-Net 2d's 512-channel layers) F(2, 3)
+  /// with fp16-kept weights: F(4, 3)'s kept in fp16 took 135 MiB more of nnU-Net 2d's fp16 model
+  /// (380.6 MiB, 0.83 of fp32's peak) for no time measured (718-739 ms against 748-791, one
+  /// thread).
   static constexpr int64_t kF43MaxPairs = 256 * 256;
+  /// The most pairs in F(4, 3) in 3D: 32 x 64. Its 216 positions' transformed weights, kept fp32,
+  /// take 864 bytes a pair (F(2, 3)'s 256), and its B panels and products 216 x (C + min(M, 32)) x
+  /// NR floats of scratch a thread (kChannelChunk halved). nnU-Net 3d's fp16 model at 128^3, one
+  /// thread: 4954-5668 ms in F(2, 3), 4466 up to 32 x 64 pairs, 3795-4222 up to 64 x 64 (fp32
+  /// 5071-5394), peak RSS 568.0, 570.4 and 575.2 MiB; unet3d_monai's (96^3) 26.5 MiB, 31.0 and 34.5
+  /// (its 64-channel layers at 12^3 gain 0.1 ms each for 3.5 MB of weights each). Half the chunk
+  /// again moved nothing measurable (32 -> 32 at 96^3 143-180 ms against 147-165, unet3d_bn's peak
+  /// 49.2 -> 48.9 MiB).
+  static constexpr int64_t kF43MaxPairs3d = 32 * 64;
   /// Whether row g's multiply-adds are few a cycle against its loads, stores and shuffles: rows
   /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
   /// (CpuFeatures::avx512_split: Zen 4).

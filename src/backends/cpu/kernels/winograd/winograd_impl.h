@@ -193,14 +193,16 @@ struct WinogradImpl {
     d[5] = v5;
   }
 
-  // A^T along one axis: six values to four.
+  // A^T along one axis, its columns divided by the factors G's rows are multiplied by (4, 6, 6,
+  // 24, 24, 1; winograd.h): six values to four.
   static void at6(const V (&m)[6], V (&y)[4]) {
     const V a = S::add(m[1], m[2]), b = S::sub(m[1], m[2]), c = S::add(m[3], m[4]),
             d = S::sub(m[3], m[4]);
-    y[0] = S::add(S::add(m[0], a), c);
-    y[1] = S::fmadd(S::set1(2.0f), d, b);
-    y[2] = S::fmadd(S::set1(4.0f), c, a);
-    y[3] = S::add(S::fmadd(S::set1(8.0f), d, b), m[5]);
+    const V sixth = S::set1(1.0f / 6);
+    y[0] = S::fmadd(S::set1(0.25f), m[0], S::fmadd(sixth, a, S::mul(S::set1(1.0f / 24), c)));
+    y[1] = S::fmadd(sixth, b, S::mul(S::set1(1.0f / 12), d));
+    y[2] = S::mul(sixth, S::add(a, c));
+    y[3] = S::fmadd(sixth, b, S::fmadd(S::set1(1.0f / 3), d, m[5]));
   }
 
   // x[i], zero outside [0, w).
@@ -251,34 +253,73 @@ struct WinogradImpl {
     }
   }
 
-  static void input_finish4(const float* in, int64_t stride, int64_t lanes, float* v,
-                            int64_t v_stride) {
+  // The height and depth transforms of F(4, 3), the depth a constant as in finish.
+  template <bool Depth>
+  static void finish4(const float* in, int64_t stride, int64_t lanes, float* v, int64_t v_stride) {
+    constexpr int da = Depth ? 6 : 1;
     for (int64_t j = 0; j < lanes; j += W) {
       const int c = static_cast<int>(std::min<int64_t>(W, lanes - j));
       for (int u = 0; u < 6; ++u) {
-        V d[6];
-        for (int b = 0; b < 6; ++b) d[b] = S::load(in + (b * 6 + u) * stride + j);
-        bt6(d);
+        V d[da][6];  // [a][b]
+        for (int a = 0; a < da; ++a) {
+          for (int b = 0; b < 6; ++b) d[a][b] = S::load(in + ((a * 6 + b) * 6 + u) * stride + j);
+          bt6(d[a]);
+        }
         for (int q = 0; q < 6; ++q) {
-          float* dst = v + (q * 6 + u) * v_stride + j;
-          if (c == W)
-            S::store(dst, d[q]);
-          else
-            S::store_partial(dst, d[q], c);
+          V col[6];
+          for (int a = 0; a < 6; ++a) col[a] = d[Depth ? a : 0][q];
+          if constexpr (Depth) bt6(col);
+          for (int p = 0; p < da; ++p) {
+            float* dst = v + ((p * 6 + q) * 6 + u) * v_stride + j;
+            if (c == W)
+              S::store(dst, col[p]);
+            else
+              S::store_partial(dst, col[p], c);
+          }
         }
       }
     }
   }
 
-  static void output_gather4(const float* m, int64_t m_stride, int64_t lanes, float* o,
-                             int64_t stride) {
+  static void input_finish4(const float* in, int64_t stride, bool depth, int64_t lanes, float* v,
+                            int64_t v_stride) {
+    if (depth)
+      finish4<true>(in, stride, lanes, v, v_stride);
+    else
+      finish4<false>(in, stride, lanes, v, v_stride);
+  }
+
+  template <bool Depth>
+  static void gather4(const float* m, int64_t m_stride, int64_t lanes, float* o, int64_t stride) {
+    constexpr int dp = Depth ? 6 : 1;
     for (int64_t j = 0; j < lanes; j += W)
       for (int u = 0; u < 6; ++u) {
-        V x[6], y[4];
-        for (int q = 0; q < 6; ++q) x[q] = S::load(m + (q * 6 + u) * m_stride + j);
-        at6(x, y);
-        for (int dy = 0; dy < 4; ++dy) S::store(o + (dy * 6 + u) * stride + j, y[dy]);
+        V s[dp][4];  // [p][dy]: A^T along the height
+        for (int p = 0; p < dp; ++p) {
+          V x[6];
+          for (int q = 0; q < 6; ++q) x[q] = S::load(m + ((p * 6 + q) * 6 + u) * m_stride + j);
+          at6(x, s[p]);
+        }
+        for (int dy = 0; dy < 4; ++dy) {
+          if constexpr (Depth) {
+            V col[6], z[4];
+            for (int p = 0; p < 6; ++p) col[p] = s[p][dy];
+            at6(col, z);
+            for (int dz = 0; dz < 4; ++dz)
+              S::store(o + ((dz * 4 + dy) * 6 + u) * stride + j, z[dz]);
+          } else {
+            S::store(o + (dy * 6 + u) * stride + j, s[0][dy]);
+          }
+        }
       }
+  }
+
+  static void output_gather4(const float* m, int64_t m_stride, bool depth, int64_t lanes, float* o,
+                             int64_t stride) {
+    if (depth)
+      gather4<true>(m, m_stride, lanes, o, stride);
+    else
+      gather4<false>(m, m_stride, lanes, o, stride);
   }
 
   template <Act A>
