@@ -14,7 +14,8 @@ namespace {
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 // F(4, 3)'s rows are multiplied by 4, 6, 6, 24, 24 and 1, and A^T's columns divided by them
 // (kernels/winograd/winograd_impl.h, at6): transformed weights as large as the weights, not down
-// to 1/24^3 of them, where fp16 keeps them (in 3D, 1/24^3 of a weight is an fp16 subnormal).
+// to 1/24^2 of them where fp16 keeps them (2D's deep layers; 1/576 of a weight of 0.01 is below
+// fp16's least normal value, 6.1e-5).
 constexpr double kG43[6][3] = {{1, 0, 0}, {-1, -1, -1}, {-1, 1, -1},
                                {1, 2, 4}, {1, -2, 4},   {0, 0, 1}};
 
