@@ -141,7 +141,8 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   const int64_t nr = g_.nr, mr = g_.mr;
   const int64_t od = win.out[0], oh = win.out[1], ow = win.out[2];
   const int64_t id = win.in[0], ih = win.in[1], iw = win.in[2];
-  const int64_t te = tile_, n = te + 2;  // a tile's outputs and inputs along the height and width
+  const WinogradForm& f = form();
+  const int64_t te = tile_, n = te + 2;  // a tile's outputs and inputs along each axis
   const int64_t td = depth_ ? ceil_div(od, te) : od, th = ceil_div(oh, te), tw = ceil_div(ow, te);
   const int64_t per_item = td * th * tw, total = x.batch() * per_item;
   const int64_t blocks = ceil_div(total, nr);
@@ -207,20 +208,16 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
       segments(b, segs);
       // Input transform, a channel at a time: each segment's rows, lanes past the block's tiles
       // zero (the gemms read whole panels), then the height and depth transforms.
-      const auto input_rows = f43_ ? k_.f43.input_rows : k_.input_rows;
       for (int64_t c = 0; c < c_; ++c) {
         for (const Segment& s : segs) {
           rows_of(s, c);
-          input_rows(row.data(), rows, te * s.tx - win.pad[2], iw, s.len, tmp + s.lane, stride);
+          f.input_rows(row.data(), rows, te * s.tx - win.pad[2], iw, s.len, tmp + s.lane, stride);
         }
         if (nt < nr) {
           std::fill(row.begin(), row.end(), nullptr);
-          input_rows(row.data(), rows, 0, iw, nr - nt, tmp + nt, stride);
+          f.input_rows(row.data(), rows, 0, iw, nr - nt, tmp + nt, stride);
         }
-        if (f43_)
-          k_.f43.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
-        else
-          k_.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
+        f.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
       }
       for (int64_t m0 = 0; m0 < m_; m0 += chunk) {
         const int64_t mc = std::min(chunk, m_ - m0);
@@ -237,12 +234,8 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
                        static_cast<size_t>(c_), a, v + xi * v_step, offsets.data(),
                        prod + xi * m_step + (mb - m0) * nr, static_cast<size_t>(nr), gp);
         }
-        const auto output_row = f43_ ? k_.f43.output_row : k_.output_row;
         for (int64_t m = m0; m < m0 + mc; ++m) {
-          if (f43_)
-            k_.f43.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
-          else
-            k_.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
+          f.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
           ActParams act{e_.act, e_.slopes.empty() ? e_.alpha : e_.slopes[static_cast<size_t>(m)]};
           for (const Segment& s : segs)
             for (int64_t dz = 0; dz < (depth_ ? te : 1); ++dz)
@@ -251,9 +244,10 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
                 if (oz >= od || oy >= oh) continue;
                 const int64_t at = (s.n * m_ + m) * out_vol + oz * out_plane + oy * ow + te * s.tx;
                 const int64_t cols = std::min(te * s.len, ow - te * s.tx);
-                output_row(o + (dz * te + dy) * n * stride + s.lane, stride, s.len, cols,
-                           bias_[static_cast<size_t>(m)], residual ? residual.at(s.n, at) : nullptr,
-                           act, e_.residual_after_act, yb + at * es);
+                f.output_row(o + (dz * te + dy) * n * stride + s.lane, stride, s.len, cols,
+                             bias_[static_cast<size_t>(m)],
+                             residual ? residual.at(s.n, at) : nullptr, act, e_.residual_after_act,
+                             yb + at * es);
               }
         }
       }

@@ -81,7 +81,7 @@ class ConvWinograd {
   /// 256 x 256 pairs; set_fp16_kept_from changes it (tests) and returns the previous value.
   static int64_t fp16_kept_from();
   static int64_t set_fp16_kept_from(int64_t pairs);
-  /// Whether a layer takes F(4, 3) (winograd.h, WinogradF43Kernels) rather than F(2, 3): fp16
+  /// Whether a layer takes F(4, 3) (winograd.h, WinogradKernels::f43) rather than F(2, 3): fp16
   /// storage, where that form's rounding hides under fp16's, up to kF43MaxPairs in 2D and
   /// kF43MaxPairs3d in 3D. On Zen 4, one thread, fp16 models of one layer (fp16 inputs and
   /// outputs) in F(2, 3) / F(4, 3), ms: 32 -> 32 at 512^2 46.9-56.3 / 30.2-30.8, 64 -> 64 at 256^2
@@ -118,13 +118,13 @@ class ConvWinograd {
   /// dtype.
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
            const ConvResidual& residual, Tensor& y) const;
-  std::string kernel_names() const {
-    return std::string(g_.name) + " " + (f43_ ? k_.f43.name : k_.name);
-  }
+  std::string kernel_names() const { return std::string(g_.name) + " " + form().name; }
   /// Bytes of the packed weights and bias.
   size_t packed_bytes() const { return u_.size() + bias_.size() * sizeof(float); }
 
  private:
+  const WinogradForm& form() const { return f43_ ? k_.f43 : k_.f23; }
+
   const GemmKernel& g_;
   const WinogradKernels& k_;
   int64_t m_, c_;

@@ -65,72 +65,98 @@ struct WinogradImpl {
     }
   }
 
-  // The height and depth transforms with the depth a constant, so that the 16 (4) vectors of each
-  // width position stay in registers.
-  template <bool Depth>
+  // A^T along one axis: four values to two.
+  static void at4(const V (&m)[4], V (&y)[2]) {
+    y[0] = S::add(S::add(m[0], m[1]), m[2]);
+    y[1] = S::sub(S::sub(m[1], m[2]), m[3]);
+  }
+
+  // B^T and A^T of the N-point form (F(2, 3): 4, F(4, 3): 6; defined below).
+  template <int N>
+  static void bt_n(V (&d)[N]) {
+    if constexpr (N == 4)
+      bt(d[0], d[1], d[2], d[3]);
+    else
+      bt6(d);
+  }
+  template <int N>
+  static void at_n(const V (&m)[N], V (&y)[N - 2]) {
+    if constexpr (N == 4)
+      at4(m, y);
+    else
+      at6(m, y);
+  }
+
+  // The height and depth transforms of the N-point form with the depth a constant, so that the
+  // N * N (N) vectors of each width position stay in registers.
+  template <int N, bool Depth>
   static void finish(const float* in, int64_t stride, int64_t lanes, float* v, int64_t v_stride) {
-    constexpr int da = Depth ? 4 : 1;
+    constexpr int da = Depth ? N : 1;
     for (int64_t j = 0; j < lanes; j += W) {
       const int c = static_cast<int>(std::min<int64_t>(W, lanes - j));
-      for (int u = 0; u < 4; ++u) {
-        V d[da][4];  // [a][b]
+      for (int u = 0; u < N; ++u) {
+        V d[da][N];  // [a][b]
         for (int a = 0; a < da; ++a) {
-          for (int b = 0; b < 4; ++b) d[a][b] = S::load(in + ((a * 4 + b) * 4 + u) * stride + j);
-          bt(d[a][0], d[a][1], d[a][2], d[a][3]);
+          for (int b = 0; b < N; ++b) d[a][b] = S::load(in + ((a * N + b) * N + u) * stride + j);
+          bt_n<N>(d[a]);
         }
-        if constexpr (Depth)
-          for (int q = 0; q < 4; ++q) bt(d[0][q], d[1][q], d[2][q], d[3][q]);
-        for (int p = 0; p < da; ++p)
-          for (int q = 0; q < 4; ++q) {
-            float* dst = v + ((p * 4 + q) * 4 + u) * v_stride + j;
+        for (int q = 0; q < N; ++q) {
+          V col[N];
+          for (int a = 0; a < N; ++a) col[a] = d[Depth ? a : 0][q];
+          if constexpr (Depth) bt_n<N>(col);
+          for (int p = 0; p < da; ++p) {
+            float* dst = v + ((p * N + q) * N + u) * v_stride + j;
             if (c == W)
-              S::store(dst, d[p][q]);
+              S::store(dst, col[p]);
             else
-              S::store_partial(dst, d[p][q], c);
+              S::store_partial(dst, col[p], c);
           }
+        }
       }
     }
   }
 
+  template <int N>
   static void input_finish(const float* in, int64_t stride, bool depth, int64_t lanes, float* v,
                            int64_t v_stride) {
     if (depth)
-      finish<true>(in, stride, lanes, v, v_stride);
+      finish<N, true>(in, stride, lanes, v, v_stride);
     else
-      finish<false>(in, stride, lanes, v, v_stride);
+      finish<N, false>(in, stride, lanes, v, v_stride);
   }
 
-  template <bool Depth>
+  template <int N, bool Depth>
   static void gather(const float* m, int64_t m_stride, int64_t lanes, float* o, int64_t stride) {
-    constexpr int dp = Depth ? 4 : 1;
-    for (int64_t j = 0; j < lanes; j += W) {
-      for (int u = 0; u < 4; ++u) {
-        V s[dp][2];  // [p][dy]: A^T along the height
+    constexpr int dp = Depth ? N : 1, te = N - 2;  // outputs a tile along an axis
+    for (int64_t j = 0; j < lanes; j += W)
+      for (int u = 0; u < N; ++u) {
+        V s[dp][te];  // [p][dy]: A^T along the height
         for (int p = 0; p < dp; ++p) {
-          V x[4];
-          for (int q = 0; q < 4; ++q) x[q] = S::load(m + ((p * 4 + q) * 4 + u) * m_stride + j);
-          s[p][0] = S::add(S::add(x[0], x[1]), x[2]);
-          s[p][1] = S::sub(S::sub(x[1], x[2]), x[3]);
+          V x[N];
+          for (int q = 0; q < N; ++q) x[q] = S::load(m + ((p * N + q) * N + u) * m_stride + j);
+          at_n<N>(x, s[p]);
         }
-        for (int dy = 0; dy < 2; ++dy) {
+        for (int dy = 0; dy < te; ++dy) {
           if constexpr (Depth) {
-            S::store(o + (dy * 4 + u) * stride + j, S::add(S::add(s[0][dy], s[1][dy]), s[2][dy]));
-            S::store(o + ((2 + dy) * 4 + u) * stride + j,
-                     S::sub(S::sub(s[1][dy], s[2][dy]), s[3][dy]));
+            V col[N], z[te];
+            for (int p = 0; p < N; ++p) col[p] = s[p][dy];
+            at_n<N>(col, z);
+            for (int dz = 0; dz < te; ++dz)
+              S::store(o + ((dz * te + dy) * N + u) * stride + j, z[dz]);
           } else {
-            S::store(o + (dy * 4 + u) * stride + j, s[0][dy]);
+            S::store(o + (dy * N + u) * stride + j, s[0][dy]);
           }
         }
       }
-    }
   }
 
+  template <int N>
   static void output_gather(const float* m, int64_t m_stride, bool depth, int64_t lanes, float* o,
                             int64_t stride) {
     if (depth)
-      gather<true>(m, m_stride, lanes, o, stride);
+      gather<N, true>(m, m_stride, lanes, o, stride);
     else
-      gather<false>(m, m_stride, lanes, o, stride);
+      gather<N, false>(m, m_stride, lanes, o, stride);
   }
 
   // Values [at, at + W) of an output row of `cols`, those before cols: + bias b, the residual r
@@ -151,32 +177,37 @@ struct WinogradImpl {
       S::store_partial(y + at, v, count);
   }
 
-  template <Act A>
+  // The inverse width transform of an output row of the N-point form, its values put into Y.
+  template <int N, Act A>
   static void finish_row(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
                          const T* r, const ActVec<S>& pv, bool after, T* y) {
     const V b = S::set1(bias);
     auto put = [&](V v, int64_t at) { put_values<A>(v, at, cols, b, r, pv, after, y); };
     for (int64_t j = 0; j < len; j += W) {
-      const V u0 = S::load(o + j), u1 = S::load(o + stride + j), u2 = S::load(o + 2 * stride + j),
-              u3 = S::load(o + 3 * stride + j);
-      V lo, hi;
-      S::interleave(S::add(S::add(u0, u1), u2), S::sub(S::sub(u1, u2), u3), lo, hi);
-      put(lo, 2 * j);
-      put(hi, 2 * j + W);
+      V x[N], t[N - 2];
+      for (int u = 0; u < N; ++u) x[u] = S::load(o + u * stride + j);
+      at_n<N>(x, t);
+      if constexpr (N == 4) {
+        V lo, hi;
+        S::interleave(t[0], t[1], lo, hi);
+        put(lo, 2 * j);
+        put(hi, 2 * j + W);
+      } else {
+        // The four outputs of each tile next to each other: two rounds of interleaving.
+        V p_lo, p_hi, q_lo, q_hi, y0, y1, y2, y3;
+        S::interleave(t[0], t[2], p_lo, p_hi);
+        S::interleave(t[1], t[3], q_lo, q_hi);
+        S::interleave(p_lo, q_lo, y0, y1);
+        S::interleave(p_hi, q_hi, y2, y3);
+        put(y0, 4 * j);
+        put(y1, 4 * j + W);
+        put(y2, 4 * j + 2 * W);
+        put(y3, 4 * j + 3 * W);
+      }
     }
   }
 
-  static void output_row(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
-                         const void* residual, const ActParams& act, bool residual_after_act,
-                         void* y) {
-    const T* r = static_cast<const T*>(residual);
-    const ActVec<S> pv(act);
-    with_act(act.act, [&]<Act A>() {
-      finish_row<A>(o, stride, len, cols, bias, r, pv, residual_after_act, static_cast<T*>(y));
-    });
-  }
-
-  // F(4, 3), 2D (winograd.h, WinogradF43Kernels).
+  // F(4, 3) (winograd.h, WinogradKernels::f43).
 
   // B^T along one axis, in place on six values.
   static void bt6(V (&d)[6]) {
@@ -253,112 +284,23 @@ struct WinogradImpl {
     }
   }
 
-  // The height and depth transforms of F(4, 3), the depth a constant as in finish.
-  template <bool Depth>
-  static void finish4(const float* in, int64_t stride, int64_t lanes, float* v, int64_t v_stride) {
-    constexpr int da = Depth ? 6 : 1;
-    for (int64_t j = 0; j < lanes; j += W) {
-      const int c = static_cast<int>(std::min<int64_t>(W, lanes - j));
-      for (int u = 0; u < 6; ++u) {
-        V d[da][6];  // [a][b]
-        for (int a = 0; a < da; ++a) {
-          for (int b = 0; b < 6; ++b) d[a][b] = S::load(in + ((a * 6 + b) * 6 + u) * stride + j);
-          bt6(d[a]);
-        }
-        for (int q = 0; q < 6; ++q) {
-          V col[6];
-          for (int a = 0; a < 6; ++a) col[a] = d[Depth ? a : 0][q];
-          if constexpr (Depth) bt6(col);
-          for (int p = 0; p < da; ++p) {
-            float* dst = v + ((p * 6 + q) * 6 + u) * v_stride + j;
-            if (c == W)
-              S::store(dst, col[p]);
-            else
-              S::store_partial(dst, col[p], c);
-          }
-        }
-      }
-    }
-  }
-
-  static void input_finish4(const float* in, int64_t stride, bool depth, int64_t lanes, float* v,
-                            int64_t v_stride) {
-    if (depth)
-      finish4<true>(in, stride, lanes, v, v_stride);
-    else
-      finish4<false>(in, stride, lanes, v, v_stride);
-  }
-
-  template <bool Depth>
-  static void gather4(const float* m, int64_t m_stride, int64_t lanes, float* o, int64_t stride) {
-    constexpr int dp = Depth ? 6 : 1;
-    for (int64_t j = 0; j < lanes; j += W)
-      for (int u = 0; u < 6; ++u) {
-        V s[dp][4];  // [p][dy]: A^T along the height
-        for (int p = 0; p < dp; ++p) {
-          V x[6];
-          for (int q = 0; q < 6; ++q) x[q] = S::load(m + ((p * 6 + q) * 6 + u) * m_stride + j);
-          at6(x, s[p]);
-        }
-        for (int dy = 0; dy < 4; ++dy) {
-          if constexpr (Depth) {
-            V col[6], z[4];
-            for (int p = 0; p < 6; ++p) col[p] = s[p][dy];
-            at6(col, z);
-            for (int dz = 0; dz < 4; ++dz)
-              S::store(o + ((dz * 4 + dy) * 6 + u) * stride + j, z[dz]);
-          } else {
-            S::store(o + (dy * 6 + u) * stride + j, s[0][dy]);
-          }
-        }
-      }
-  }
-
-  static void output_gather4(const float* m, int64_t m_stride, bool depth, int64_t lanes, float* o,
-                             int64_t stride) {
-    if (depth)
-      gather4<true>(m, m_stride, lanes, o, stride);
-    else
-      gather4<false>(m, m_stride, lanes, o, stride);
-  }
-
-  template <Act A>
-  static void finish_row4(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
-                          const T* r, const ActVec<S>& pv, bool after, T* y) {
-    const V b = S::set1(bias);
-    auto put = [&](V v, int64_t at) { put_values<A>(v, at, cols, b, r, pv, after, y); };
-    for (int64_t j = 0; j < len; j += W) {
-      V x[6], t[4];
-      for (int u = 0; u < 6; ++u) x[u] = S::load(o + u * stride + j);
-      at6(x, t);
-      // The four outputs of each tile next to each other: two rounds of interleaving.
-      V p_lo, p_hi, q_lo, q_hi, y0, y1, y2, y3;
-      S::interleave(t[0], t[2], p_lo, p_hi);
-      S::interleave(t[1], t[3], q_lo, q_hi);
-      S::interleave(p_lo, q_lo, y0, y1);
-      S::interleave(p_hi, q_hi, y2, y3);
-      put(y0, 4 * j);
-      put(y1, 4 * j + W);
-      put(y2, 4 * j + 2 * W);
-      put(y3, 4 * j + 3 * W);
-    }
-  }
-
-  static void output_row4(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
-                          const void* residual, const ActParams& act, bool residual_after_act,
-                          void* y) {
+  // The output rows of the N-point form.
+  template <int N>
+  static void output_row(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
+                         const void* residual, const ActParams& act, bool residual_after_act,
+                         void* y) {
     const T* r = static_cast<const T*>(residual);
     const ActVec<S> pv(act);
     with_act(act.act, [&]<Act A>() {
-      finish_row4<A>(o, stride, len, cols, bias, r, pv, residual_after_act, static_cast<T*>(y));
+      finish_row<N, A>(o, stride, len, cols, bias, r, pv, residual_after_act, static_cast<T*>(y));
     });
   }
 
   // F(4, 3)'s kernels for fp16 storage only (ConvWinograd::f43); fp32's table leaves them null.
   static constexpr WinogradKernels table(const char* name, const char* f43_name = nullptr) {
-    WinogradKernels k{name, input_rows, input_finish, output_gather, output_row, {}};
+    WinogradKernels k{{name, input_rows, input_finish<4>, output_gather<4>, output_row<4>}, {}};
     if constexpr (std::is_same_v<T, Half>)
-      k.f43 = {f43_name, input_rows4, input_finish4, output_gather4, output_row4};
+      k.f43 = {f43_name, input_rows4, input_finish<6>, output_gather<6>, output_row<6>};
     return k;
   }
 };
