@@ -1,10 +1,11 @@
-// 3x3x3 and 3x3 convolutions of stride 1 in Winograd's F(2, 3) form (fp16 storage's 2D ones in
-// F(4, 3)): a block of NR output tiles (2x2x2 positions in 3D, 2x2 in 2D, 4x4 in F(4, 3)) at a
-// time, its input tiles transformed into the B panels of 64 (16, 36) gemms, one per transform
-// position, whose A panels are the transformed weights (packed once here), and the products
-// transformed back into Y's rows with the convolution's epilogue (backends/cpu/kernels/winograd/).
-// A 3D layer takes 64 products per input and output channel pair and tile of eight positions
-// where the direct form takes 216; a 2D one in F(4, 3) 36 per tile of 16 for 144.
+// 3x3x3 and 3x3 convolutions of stride 1 in Winograd's F(2, 3) form (fp16 storage's up to
+// kF43MaxPairs in 2D and kF43MaxPairs3d in 3D in F(4, 3)): a block of NR output tiles (2x2x2
+// positions in 3D, 2x2 in 2D; 4x4x4 and 4x4 in F(4, 3)) at a time, its input tiles transformed into
+// the B panels of 64 (16; 216 and 36) gemms, one per transform position, whose A panels are the
+// transformed weights (packed once here), and the products transformed back into Y's rows with
+// the convolution's epilogue (backends/cpu/kernels/winograd/). A 3D layer takes 64 products per
+// input and output channel pair and tile of eight positions where the direct form takes 216 (in
+// F(4, 3) 216 per tile of 64 for 1728); a 2D one in F(4, 3) 36 per tile of 16 for 144.
 //
 //   if (ConvWinograd::applies(kernel, strides, dilations, group, m, c, g))
 //     conv = std::make_unique<ConvWinograd>(g, isa, w, &b, epilogue);

@@ -159,30 +159,25 @@ struct WinogradImpl {
       gather<N, false>(m, m_stride, lanes, o, stride);
   }
 
-  // Values [at, at + W) of an output row of `cols`, those before cols: + bias b, the residual r
-  // (null: none), the activation (the residual after it where `after`), stored at y.
-  template <Act A>
-  static void put_values(V v, int64_t at, int64_t cols, V b, const T* r, const ActVec<S>& pv,
-                         bool after, T* y) {
-    const int count = static_cast<int>(std::min<int64_t>(W, cols - at));
-    if (count <= 0) return;
-    auto res = [&] { return count == W ? S::load(r + at) : S::load_partial(r + at, count); };
-    v = S::add(v, b);
-    if (r && !after) v = S::add(v, res());
-    v = activate<S, A>(v, pv);
-    if (r && after) v = S::add(v, res());
-    if (count == W)
-      S::store(y + at, v);
-    else
-      S::store_partial(y + at, v, count);
-  }
-
   // The inverse width transform of an output row of the N-point form, its values put into Y.
   template <int N, Act A>
   static void finish_row(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
                          const T* r, const ActVec<S>& pv, bool after, T* y) {
     const V b = S::set1(bias);
-    auto put = [&](V v, int64_t at) { put_values<A>(v, at, cols, b, r, pv, after, y); };
+    // Values [at, at + count) of the row: + bias, residual, activation, stored.
+    auto put = [&](V v, int64_t at) {
+      const int count = static_cast<int>(std::min<int64_t>(W, cols - at));
+      if (count <= 0) return;
+      auto res = [&] { return count == W ? S::load(r + at) : S::load_partial(r + at, count); };
+      v = S::add(v, b);
+      if (r && !after) v = S::add(v, res());
+      v = activate<S, A>(v, pv);
+      if (r && after) v = S::add(v, res());
+      if (count == W)
+        S::store(y + at, v);
+      else
+        S::store_partial(y + at, v, count);
+    };
     for (int64_t j = 0; j < len; j += W) {
       V x[N], t[N - 2];
       for (int u = 0; u < N; ++u) x[u] = S::load(o + u * stride + j);
@@ -213,14 +208,15 @@ struct WinogradImpl {
   static void bt6(V (&d)[6]) {
     const V m4 = S::set1(-4.0f), m5 = S::set1(-5.0f), four = S::set1(4.0f);
     const V t0 = S::fmadd(m4, d[2], d[4]), t1 = S::fmadd(m4, d[1], d[3]);
-    const V t2 = S::sub(d[4], d[2]), t3 = S::sub(d[3], d[1]);
+    const V h = S::sub(d[3], d[1]);
+    const V t2 = S::sub(d[4], d[2]), t3 = S::add(h, h);
     const V v0 = S::fmadd(four, d[0], S::fmadd(m5, d[2], d[4]));
     const V v5 = S::fmadd(four, d[1], S::fmadd(m5, d[3], d[5]));
     d[0] = v0;
     d[1] = S::add(t0, t1);
     d[2] = S::sub(t0, t1);
-    d[3] = S::add(t2, S::add(t3, t3));
-    d[4] = S::sub(t2, S::add(t3, t3));
+    d[3] = S::add(t2, t3);
+    d[4] = S::sub(t2, t3);
     d[5] = v5;
   }
 
