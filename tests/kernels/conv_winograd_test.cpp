@@ -1,6 +1,6 @@
-// Convolutions in Winograd's F(2, 3) form, and fp16 storage's 2D ones in F(4, 3)
-// (backends/cpu/conv/conv_winograd.cpp, the transforms in kernels/winograd/), against the reference
-// ops, on every ISA path with fp32 products: 3D and 2D,
+// Convolutions in Winograd's F(2, 3) form, and fp16 storage's in F(4, 3) (up to 256 x 256 pairs in
+// 2D, 32 x 64 in 3D; backends/cpu/conv/conv_winograd.cpp, the transforms in kernels/winograd/),
+// against the reference ops, on every ISA path with fp32 products: 3D and 2D,
 // sizes that leave tiles and blocks partial, X smaller than a tile or one column wide, pads of 0
 // to 2, batches whose blocks cross items, more output channels than a chunk, tile rows longer
 // than one transform call takes, and the FusedConv epilogue (residual before and after the
