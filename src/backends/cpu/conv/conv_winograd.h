@@ -90,7 +90,7 @@ class ConvWinograd {
   /// 23.1-25.7 / 17.8-19.7 (the fp32 models 55.1, 37.0, 27.4, 27.3); 3D 16 -> 16 at 96^3
   /// 78.4-84.8 / 44.9-57.2, 16 -> 32 132.6-146.0 / 77.0-88.0, 32 -> 32 225.2-232.8 / 127.0-137.6
   /// (fp32 294.5), 64 -> 64 at 48^3 105.2-116.5 / 64.8-80.5 (fp32 121.0), 128 -> 128 at 24^3
-  /// 47.3-57.0 / 29.4-35.0; nnU-Net 2d's fp16 model at 512^2 925-972 -> 728-735 ms (fp32 932-999).
+  /// 47.3-57.0 / 29.4-35.0; nnU-Net 2d's fp16 model at 512^2 843-906 -> 686-777 ms (fp32 867-950).
   static bool f43(DType storage, size_t dims, int64_t m, int64_t c) {
     return storage == DType::f16 && m * c <= (dims == 2 ? kF43MaxPairs : kF43MaxPairs3d);
   }

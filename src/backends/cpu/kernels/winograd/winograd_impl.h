@@ -237,8 +237,8 @@ struct WinogradImpl {
     return i >= 0 && i < w ? S::load1(x + i) : 0.0f;
   }
 
-  static void input_rows4(const void* const* rows, int64_t nrows, int64_t x0, int64_t w,
-                          int64_t len, float* out, int64_t stride) {
+  static void input_rows_f43(const void* const* rows, int64_t nrows, int64_t x0, int64_t w,
+                             int64_t len, float* out, int64_t stride) {
     assert(len <= kWinogradMaxLen);
     for (int64_t r = 0; r < nrows; ++r) {
       float* o = out + r * 6 * stride;
@@ -296,7 +296,7 @@ struct WinogradImpl {
   static constexpr WinogradKernels table(const char* name, const char* f43_name = nullptr) {
     WinogradKernels k{{name, input_rows, input_finish<4>, output_gather<4>, output_row<4>}, {}};
     if constexpr (std::is_same_v<T, Half>)
-      k.f43 = {f43_name, input_rows4, input_finish<6>, output_gather<6>, output_row<6>};
+      k.f43 = {f43_name, input_rows_f43, input_finish<6>, output_gather<6>, output_row<6>};
     return k;
   }
 };
