@@ -72,8 +72,6 @@ void fuse_conv_transpose_into_conv(ir::Graph& g) {
       continue;
     const int64_t parts = fused ? conv.attrs.get_int("x_parts", 1) : 1;
     const bool head = fused && conv.attrs.get_int(kFusedHead, 0) != 0;
-    // A backend that reads X as stored; with a head it runs the direct form after all.
-    if (conv.attrs.get_int(kXAsStored, 0) != 0 && !head) continue;
     if (parts < 1 || conv.num_inputs() > 3 + parts + (head ? 2 : 0) ||
         (parts > 1 && conv.num_inputs() < 3 + parts))
       continue;

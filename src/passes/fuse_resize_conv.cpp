@@ -135,9 +135,6 @@ void fuse_resize_into_conv(ir::Graph& g) {
     if ((!plain && !fused) || !conv.has_input(0) || !conv.has_input(1) ||
         conv.attrs.has(kFusedXFrom) || conv.attrs.has(kFusedXUpsample))
       continue;
-    // A backend that reads X as stored; with a head it runs the direct form after all.
-    if (conv.attrs.get_int(kXAsStored, 0) != 0 && !(fused && conv.attrs.get_int(kFusedHead, 0)))
-      continue;
     const int64_t parts = fused ? conv.attrs.get_int("x_parts", 1) : 1;
     if (parts < 1 || conv.num_inputs() < (parts > 1 ? 3 + parts : 1)) continue;
     std::vector<int64_t> modes(static_cast<size_t>(parts), 0);

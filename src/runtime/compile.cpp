@@ -113,16 +113,6 @@ CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options) {
     build_ops(m.graph);
   }
   m.graph_before_passes = graph_to_text(m.graph);
-  if (options.cpu_kernels && options.winograd) {
-    // Convolutions the CPU backend will run in Winograd's form read X as stored: the passes
-    // fuse no Resize or ConvTranspose into them. nnU-Net's 3d network at 128^3 on one thread,
-    // its decoders' first convolutions then in Winograd's form: 4.35 s -> 3.34, activations 600
-    // -> 792 MiB.
-    const cpu::Isa isa = cpu::max_isa();
-    for (ir::Node& n : m.graph.nodes)
-      if (cpu::conv_reads_x_as_stored(m.graph, n, isa, options.fpmath))
-        n.attrs.set_int(kXAsStored, 1);
-  }
   if (options.optimize) run_passes(m.graph, options.stop_after);
   m.graph.remove_dead();
   m.ops = build_ops(m.graph);

@@ -3,8 +3,9 @@
 // against the reference ops, on every ISA path with fp32 products: 3D and 2D,
 // sizes that leave tiles and blocks partial, X smaller than a tile or one column wide, pads of 0
 // to 2, batches whose blocks cross items, more output channels than a chunk, tile rows longer
-// than one transform call takes, and the FusedConv epilogue (residual before and after the
-// activation, per-channel slopes, parts of X, a window of X's channels; an fp32 output from fp16
+// than one transform call takes, 3D layers of few channels in F(4, 3), and the FusedConv epilogue
+// (residual before and after the activation, per-channel slopes, parts of X, upsampled or
+// transposed parts made where they are read, a window of X's channels; an fp32 output from fp16
 // storage stays direct).
 #include "backends/cpu/conv/conv_winograd.h"
 
@@ -80,14 +81,36 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   add("Conv", {1, 64, 5, 300}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
   add("FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual = true;
   add("Conv", {1, 64, 7, 1}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // one column
+  // Parts of X made where they are read: upsampled (nearest, linear), a transposed convolution's
+  // output; batches whose blocks cross items, planes of one tile (a block reads many).
+  auto made = [&](Shape x, Shape w, std::vector<int64_t> parts) -> ConvCase& {
+    ConvCase& c = add("FusedConv", std::move(x), std::move(w));
+    c.ints("pads", std::vector<int64_t>(2 * (c.x.size() - 2), 1)).x_parts = std::move(parts);
+    return c;
+  };
+  made({1, 24, 6, 8, 10}, {32, 24, 3, 3, 3}, {16, 8}).x_upsample = {1, 0};
+  made({2, 24, 8, 6, 4}, {32, 24, 3, 3, 3}, {12, 12}).x_upsample = {0, 2};
+  made({1, 32, 10, 4, 4}, {16, 32, 3, 3, 3}, {16, 16}).x_upsample = {2, 1};
+  made({1, 24, 6, 8, 6}, {32, 24, 3, 3, 3}, {16, 8}).x_transposed = 0;
+  made({2, 40, 4, 4, 6}, {16, 40, 3, 3, 3}, {8, 32}).x_transposed = 1;
+  made({2, 64, 6, 10}, {64, 64, 3, 3}, {32, 32}).x_upsample = {1, 0};
+  made({1, 64, 8, 6}, {64, 64, 3, 3}, {32, 32}).x_transposed = 1;
+  // Few channels: 3D's F(4, 3) from 6 (fp16 storage on narrow rows), the direct form elsewhere.
+  add("Conv", {1, 6, 7, 9, 11}, {12, 6, 3, 3, 3}).ints("pads", pads3);
+  made({1, 18, 8, 6, 10}, {6, 18, 3, 3, 3}, {12, 6}).x_upsample = {2, 0};
+  made({1, 16, 6, 8, 8}, {8, 16, 3, 3, 3}, {8, 8}).x_transposed = 0;
   int k = 0;
   for (const ConvCase& c : cases)
     for (DType t : {DType::f32, DType::f16}) {
       // Winograd's form wherever the row has fp32 products (f32 panels), else the direct one.
       const GemmKernel* row =
           find_gemm_kernel(GetParam().isa, t, c.w[0], GetParam().fpmath == FpMath::bf16);
-      const bool f32_products = row->a_panel == PanelType::f32 && row->k_carry == 0 &&
-                                (t == DType::f32 || !c.attrs.count(kFusedCastTo));
+      // Layers of fewer than 16 channels only where ConvWinograd::applies says (tested above).
+      const bool few = c.w[0] < ConvWinograd::kMinChannels || c.w[1] < ConvWinograd::kMinChannels;
+      const bool f32_products =
+          row->a_panel == PanelType::f32 && row->k_carry == 0 &&
+          (t == DType::f32 || !c.attrs.count(kFusedCastTo)) &&
+          (!few || ConvWinograd::applies({3, 3, 3}, {}, {}, 1, c.w[0], c.w[1], *row));
       const std::string kernel = lowered_kernel(c, t, GetParam());
       EXPECT_EQ(kernel.find("_winograd") != std::string::npos, f32_products)
           << c.str() << " " << dtype_name(t) << ": " << kernel;
@@ -148,7 +171,7 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
 
 // Where the direct form stays: fewer than 16 channels on either side or fewer pairs than
 // min_pairs, more than 512 x 1024 pairs, strides, dilations, groups, kernels other than 3, 1D,
-// a head, parts of X made where they are read.
+// a head.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_EQ(ConvWinograd::min_pairs(3, false), 16 * 32);
   EXPECT_EQ(ConvWinograd::min_pairs(2, false), 64 * 64);
@@ -185,6 +208,15 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_EQ(ConvWinograd::min_pairs(2, false, true), 32 * 32);
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 128, 128, true));
   EXPECT_TRUE(ConvWinograd::keeps_fp16(DType::f16, 136, 128, true));
+  // 3D's F(4, 3) from 6 channels and 8 x 8 pairs on narrow rows (32 x 32 on others).
+  EXPECT_EQ(ConvWinograd::min_pairs(3, true, true), 8 * 8);
+  EXPECT_EQ(ConvWinograd::min_pairs(3, false, true), 32 * 32);
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 12, 6, h));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 8, 8, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 6, 6, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 5, 16, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 12, 12, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 12, 12, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 15, 64, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 8, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {1, 1, 2}, {}, 1, 32, 32, g));
@@ -213,45 +245,6 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   head.ints("pads", {1, 1, 1, 1, 1, 1}).head = 2;
   EXPECT_EQ(lowered_kernel(head, DType::f32, {Isa::scalar, FpMath::strict}).find("winograd"),
             std::string::npos);
-  ConvCase up = head;
-  up.head = 0;
-  up.x = {1, 32, 6, 6, 6};
-  up.x_parts = {16, 16};
-  up.x_upsample = {1, 0};
-  EXPECT_EQ(lowered_kernel(up, DType::f32, {Isa::scalar, FpMath::strict}).find("winograd"),
-            std::string::npos);
-}
-
-// runtime/compile.cpp marks the Conv nodes the lowering will run in Winograd's form before the
-// passes (kXAsStored), so that they fuse nothing into X: exactly those.
-TEST(ConvWinograd, MarksTheConvsItWillRun) {
-  const Path strict{Isa::scalar, FpMath::strict};
-  auto reads_as_stored = [](const ConvCase& c, DType t, Path path) {
-    Built b;
-    std::mt19937 rng(1);
-    EXPECT_TRUE(build(c, t, rng, b)) << c.str();
-    return conv_reads_x_as_stored(b.graph, b.graph.nodes[0], path.isa, path.fpmath);
-  };
-  ConvCase c;
-  c.x = {1, 32, 5, 6, 7};
-  c.w = {32, 32, 3, 3, 3};
-  c.ints("pads", {1, 1, 1, 1, 1, 1});
-  for (DType t : {DType::f32, DType::f16}) {
-    EXPECT_TRUE(reads_as_stored(c, t, strict));
-    EXPECT_NE(lowered_kernel(c, t, strict).find("winograd"), std::string::npos);
-  }
-  if (usable_isa() >= Isa::avx512bf16) {  // bf16 products: the direct form
-    const Path bf16{Isa::avx512bf16, FpMath::bf16};
-    EXPECT_FALSE(reads_as_stored(c, DType::f32, bf16));
-    EXPECT_EQ(lowered_kernel(c, DType::f32, bf16).find("winograd"), std::string::npos);
-  }
-  ConvCase few = c;  // 8 -> 16: too few channels
-  few.w = {16, 8, 3, 3, 3};
-  few.x = {1, 8, 5, 6, 7};
-  EXPECT_FALSE(reads_as_stored(few, DType::f32, strict));
-  ConvCase strided = c;
-  strided.ints("strides", {2, 2, 2});
-  EXPECT_FALSE(reads_as_stored(strided, DType::f32, strict));
 }
 
 }  // namespace

@@ -173,27 +173,6 @@ TEST(FuseConvTransposeIntoConv, LeavesOtherConvTransposesAlone) {
   EXPECT_EQ(count_ops(g, "ConvTranspose"), 1) << s1.what();
 }
 
-// A convolution the backend reads X of as stored (kXAsStored: the CPU one's Winograd form) keeps
-// its ConvTranspose apart, unless it has a head (which the direct form runs).
-TEST(FuseConvTransposeIntoConv, LeavesConvsReadingXAsStoredAlone) {
-  for (bool head : {false, true}) {
-    UpSpec r;
-    r.head = head;
-    ir::Graph g = transposed_conv_graph(r);
-    int marked = 0;
-    for (ir::Node& n : g.nodes)
-      if (n.op_type == "FusedConv" && n.attrs.get_int(kFusedHead, 0) == (head ? 1 : 0)) {
-        n.attrs.set_int(kXAsStored, 1);
-        ++marked;
-      }
-    ASSERT_EQ(marked, 1) << r.what();
-    ir::Graph before = g;
-    fuse_conv_transpose_into_conv(g);
-    EXPECT_EQ(count_ops(g, "ConvTranspose"), head ? 0 : 1) << r.what();
-    expect_same_outputs(before, g, inputs_of(r, 1, 31), 1e-6, r.what());
-  }
-}
-
 // The fixture 3D UNets whose decoders up-convolve (nnU-Net's, the BatchNorm UNet's): every
 // ConvTranspose goes into the convolution after its Concat, at batch 2, in fp32 and in the fp16
 // models, whole graphs against the passes stopped before this one.

@@ -163,28 +163,6 @@ TEST(FuseResizeIntoConv, LeavesOtherResizesAlone) {
   }
 }
 
-// A convolution the backend reads X of as stored (kXAsStored: the CPU one's Winograd form) keeps
-// its Resize apart.
-TEST(FuseResizeIntoConv, LeavesConvsReadingXAsStoredAlone) {
-  for (bool concat : {true, false}) {
-    ResizeSpec r;
-    r.concat = concat;
-    ir::Graph g = resize_conv_graph(r);
-    ir::Graph fused = g;
-    fuse_resize_into_conv(fused);
-    EXPECT_EQ(count_ops(fused, "Resize"), 0) << r.what() << ": unmarked, fused";
-    int marked = 0;
-    for (ir::Node& n : g.nodes)
-      if (n.op_type == "Conv" || n.op_type == "FusedConv") {
-        n.attrs.set_int(kXAsStored, 1);
-        ++marked;
-      }
-    ASSERT_EQ(marked, 1) << r.what();
-    fuse_resize_into_conv(g);
-    EXPECT_EQ(count_ops(g, "Resize"), 1) << r.what();
-  }
-}
-
 // The fixture UNet that upsamples by interpolation: both Resizes go into the convolutions after
 // their Concats, at batch 2, in fp32 and in its fp16 model (whose Resizes were fp32 islands).
 TEST(FuseResizeIntoConv, FixtureUnetResizesVanish) {

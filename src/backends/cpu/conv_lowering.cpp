@@ -253,12 +253,11 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
-  // Winograd's form where it applies and X's parts are read as stored; not with a head (its mix
-  // runs on the direct path's strips), nor where fp16 storage has an fp32 output (a fused Cast:
-  // the inverse transforms store the storage dtype).
+  // Winograd's form where it applies; not with a head (its mix runs on the direct path's
+  // strips), nor where fp16 storage has an fp32 output (a fused Cast: the inverse transforms
+  // store the storage dtype).
   const GemmKernel* wrow =
-      head.channels == 0 && upsampled.modes.empty() && transposed < 0 &&
-              ctx.output_dtype(0) == a.w->dtype() && ctx.winograd
+      head.channels == 0 && ctx.output_dtype(0) == a.w->dtype() && ctx.winograd
           ? winograd_row(ctx.isa, a.w->dtype(), ctx.fpmath, spatial(a.w->shape()), attrs.strides,
                          attrs.dilations, a.group, m, a.w->dim(1))
           : nullptr;
@@ -376,17 +375,6 @@ std::unique_ptr<Op> lower_conv_transpose(const LowerContext& ctx, std::unique_pt
 }
 
 }  // namespace
-
-bool conv_reads_x_as_stored(const ir::Graph& g, const ir::Node& conv, Isa isa, FpMath fpmath) {
-  if (conv.op_type != "Conv" || !conv.domain.empty() || !conv.has_input(0) || !conv.has_input(1))
-    return false;
-  const Tensor* w = g.constant(conv.inputs[1]);
-  const auto& dt = g.values[static_cast<size_t>(conv.inputs[0])].dtype;
-  if (!w || w->rank() < 4 || !dt || w->dtype() != *dt) return false;
-  return winograd_row(isa, *dt, fpmath, spatial(w->shape()), conv.attrs.get_ints("strides", {}),
-                      conv.attrs.get_ints("dilations", {}), conv.attrs.get_int("group", 1),
-                      w->dim(0), w->dim(1)) != nullptr;
-}
 
 void register_conv_lowerings(CpuRegistry& r) {
   r.add("Conv",

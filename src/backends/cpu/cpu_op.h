@@ -67,11 +67,6 @@ struct LowerContext {
 /// Returns an optimized op taking ownership of `ref`, or nullptr (leaving `ref` alone) to decline.
 using Lowering = std::function<std::unique_ptr<Op>(const LowerContext&, std::unique_ptr<Op>& ref)>;
 
-/// Whether Conv node `conv` of `g` (W a constant) would be lowered to Winograd's form on `isa`
-/// with `fpmath`, which reads X as stored: runtime/compile.cpp marks such nodes before the passes
-/// (kXAsStored), so that they fuse no Resize or ConvTranspose into X.
-bool conv_reads_x_as_stored(const ir::Graph& g, const ir::Node& conv, Isa isa, FpMath fpmath);
-
 class CpuRegistry {
  public:
   static const CpuRegistry& instance();

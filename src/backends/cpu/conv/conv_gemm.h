@@ -93,6 +93,8 @@ class ConvInput {
   /// A part is read upsampled or resized (x_upsample): depth_plane() writes its rows into `buf`.
   bool resized() const { return !modes_.empty(); }
   const Tensor& part(size_t i) const { return *parts_[i]; }
+  /// Channel c is read as stored (plane() gives it), not made where it is read.
+  bool in_place(int64_t c) const { return !made(part_of(c)); }
   /// Channel c of batch item n: its first element (a part read as stored).
   const uint8_t* plane(int64_t n, int64_t c) const;
   /// Rows [iy0, iy1) of depth plane iz (the spatial axes padded in front to three) of channel c

@@ -35,10 +35,53 @@ struct Segment {
   int64_t n, tz, ty, tx, len, lane;
 };
 
+// A thread's slots of made rows (ConvWinograd::run): rows [y0, y1) of depth plane iz of batch
+// item n, for every made channel. A block asks for the slots it reads (after next_block()); the
+// slot asked for the longest ago is made over when one is missing, never one the block holds.
+class MadeRows {
+ public:
+  struct Key {
+    int64_t n, iz, y0, y1;
+    bool operator==(const Key&) const = default;
+  };
+  MadeRows(int64_t slots, int64_t slot_bytes, ScratchCache* cache)
+      : bytes_(static_cast<size_t>(slot_bytes)),
+        keys_(static_cast<size_t>(slots)),
+        used_(static_cast<size_t>(slots), -1),
+        buf_(slots > 0 ? PanelBuffer(bytes_ * static_cast<size_t>(slots), cache) : PanelBuffer()) {}
+  void next_block() { ++block_; }
+  /// The slot holding `key`'s rows, made by make(slot) where no slot holds them.
+  template <class Make>
+  const uint8_t* find(const Key& key, Make&& make) {
+    size_t oldest = 0;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (used_[i] >= 0 && keys_[i] == key) {
+        used_[i] = block_;
+        return buf_.data() + i * bytes_;
+      }
+      if (used_[i] < used_[oldest]) oldest = i;
+    }
+    if (used_.empty() || used_[oldest] == block_)
+      throw Error("ConvWinograd: a block reads more made planes than its slots");
+    used_[oldest] = -1;  // until made
+    make(buf_.data() + oldest * bytes_);
+    keys_[oldest] = key;
+    used_[oldest] = block_;
+    return buf_.data() + oldest * bytes_;
+  }
+
+ private:
+  size_t bytes_;
+  std::vector<Key> keys_;
+  std::vector<int64_t> used_;  // the last block that asked for each slot, -1 where none holds rows
+  PanelBuffer buf_;
+  int64_t block_ = 0;  // blocks begun
+};
+
 }  // namespace
 
 int64_t ConvWinograd::min_pairs(size_t dims, bool narrow, bool f43) {
-  if (f43) return narrow ? 16 * 16 : 32 * 32;
+  if (f43) return narrow ? (dims == 3 ? 8 * 8 : 16 * 16) : 32 * 32;
   if (dims == 2) return narrow ? 32 * 32 : 64 * 64;
   return narrow ? 16 * 16 : 16 * 32;
 }
@@ -62,10 +105,10 @@ bool ConvWinograd::narrow_fma(const GemmKernel& g) {
 bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g) {
-  if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < kMinChannels ||
-      c < kMinChannels ||
-      m * c < min_pairs(kernel.size(), narrow_fma(g), f43(g.storage, kernel.size(), m, c)) ||
-      m * c > kMaxPairs)
+  const bool four = f43(g.storage, kernel.size(), m, c);
+  const int64_t least = four && kernel.size() == 3 ? kF43MinChannels3d : kMinChannels;
+  if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < least || c < least ||
+      m * c < min_pairs(kernel.size(), narrow_fma(g), four) || m * c > kMaxPairs)
     return false;
   for (size_t d = 0; d < kernel.size(); ++d)
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||
@@ -148,7 +191,6 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
 
 void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
                        const ConvResidual& residual, Tensor& y) const {
-  if (x.upsampled()) throw Error("ConvWinograd: X's parts must be read as stored");
   if (x.channels() != c_)
     throw Error("ConvWinograd: X has " + std::to_string(x.channels()) + " channels, expected " +
                 std::to_string(c_));
@@ -174,7 +216,26 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
   GemmParams gp;
   gp.f32_out = true;
-
+  // Channels of parts made where they are read (upsampled, or a transposed convolution's output):
+  // each one's index among them, -1 for those read as stored. Their rows are made into slots of
+  // the thread's (MadeRows): in 3D whole depth planes, kept from block to block, so that each is
+  // made once as a thread's tiles go down the depth (a block's tiles read n planes and the next
+  // tile plane's te of them more; a transposed part makes depth planes two at a time, every
+  // channel together, and the planes read in order ask for each pair twice in a row); in 2D a run
+  // of tile rows' input rows, made for each block (a plane per thread would be the whole part).
+  std::vector<int64_t> made(static_cast<size_t>(c_), -1);
+  int64_t made_channels = 0;
+  for (int64_t c = 0; x.upsampled() && c < c_; ++c)
+    if (!x.in_place(c)) made[static_cast<size_t>(c)] = made_channels++;
+  const int64_t row_bytes = iw * es, planes_read = depth_ ? n : 1;
+  // A block's tiles lie in at most this many tile rows and tile planes (and batch items).
+  const int64_t tile_rows = std::min(nr, ceil_div(nr, tw) + 1);
+  const int64_t tile_planes = std::min(nr, ceil_div(nr, th * tw) + 1);
+  // Slots: 3D, the planes a block reads, a run of k tile planes of a batch item te k + 2; 2D, a
+  // run of tile rows a batch item, reading te rows each and two more.
+  const int64_t items = std::min({x.batch(), tile_planes, ceil_div(nr, per_item) + 1});
+  const int64_t slot_rows = depth_ ? ih : std::min(ih, tile_rows * te + 2);
+  const int64_t slots = made_channels == 0 ? 0 : depth_ ? te * tile_planes + 2 * items : items;
   auto work = [&](RangeCursor& cur) {
     ScratchCache* own = ctx.own_scratch(cur.thread());
     // Per thread: the B panels of every position (C steps x NR lanes each), the products of a
@@ -184,6 +245,11 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     const size_t m_floats = static_cast<size_t>(positions_ * m_step + kWinogradLanePad);
     const size_t t_floats = static_cast<size_t>(rows * n * stride);
     PanelBuffer buf((v_floats + m_floats + 2 * t_floats) * sizeof(float), own);
+    MadeRows made_rows(slots, made_channels * slot_rows * row_bytes, own);
+    // Per segment and plane it reads: the slot holding its made rows (null outside X), and the
+    // first row and rows of the segment's run the slot holds.
+    std::vector<const uint8_t*> run_rows;
+    std::vector<int64_t> run_y0, run_len;
     float* v = reinterpret_cast<float*>(buf.data());
     float* prod = v + v_floats;
     float* tmp = prod + m_floats;
@@ -206,25 +272,71 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
         t += len;
       }
     };
-    // The rows of channel c segment s reads (null outside X).
-    auto rows_of = [&](const Segment& s, int64_t c) {
-      const uint8_t* plane = x.plane(s.n, c);
-      for (int64_t a = 0; a < (depth_ ? n : 1); ++a)
+    // Finds or makes the rows the block's segments read of the made channels: per run of
+    // segments in one batch item and tile plane, rows [y0, y1) of each depth plane it reads (3D:
+    // every row), channel by channel within a plane.
+    auto stage = [&]() {
+      made_rows.next_block();
+      run_rows.assign(segs.size() * static_cast<size_t>(planes_read), nullptr);
+      run_y0.assign(segs.size(), 0);
+      run_len.assign(segs.size(), 0);
+      for (size_t first = 0; first < segs.size();) {
+        size_t last = first;
+        while (last + 1 < segs.size() && segs[last + 1].n == segs[first].n &&
+               segs[last + 1].tz == segs[first].tz)
+          ++last;
+        const Segment& s = segs[first];
+        const int64_t y0 = depth_ ? 0 : std::max<int64_t>(0, te * s.ty - win.pad[1]),
+                      y1 = depth_ ? ih : std::min(ih, te * segs[last].ty - win.pad[1] + n);
+        for (int64_t a = 0; a < planes_read && y1 > y0; ++a) {
+          const int64_t iz = depth_ ? te * s.tz - win.pad[0] + a : s.tz;
+          if (iz < 0 || iz >= id) continue;
+          const uint8_t* slot = made_rows.find({s.n, iz, y0, y1}, [&](uint8_t* dst) {
+            for (int64_t c = 0; c < c_; ++c) {
+              const int64_t mc = made[static_cast<size_t>(c)];
+              if (mc < 0) continue;
+              uint8_t* to = dst + mc * (y1 - y0) * row_bytes;
+              const uint8_t* from = x.depth_plane(s.n, c, iz, y0, y1, to);
+              if (from != to) std::memcpy(to, from, static_cast<size_t>((y1 - y0) * row_bytes));
+            }
+          });
+          for (size_t k = first; k <= last; ++k)
+            run_rows[k * static_cast<size_t>(planes_read) + static_cast<size_t>(a)] = slot;
+        }
+        for (size_t k = first; k <= last; ++k) {
+          run_y0[k] = y0;
+          run_len[k] = y1 - y0;
+        }
+        first = last + 1;
+      }
+    };
+    // The rows of channel c segment k reads (null outside X).
+    auto rows_of = [&](size_t k, int64_t c) {
+      const Segment& s = segs[k];
+      const int64_t mc = made[static_cast<size_t>(c)];
+      const uint8_t* plane = mc < 0 ? x.plane(s.n, c) : nullptr;
+      for (int64_t a = 0; a < planes_read; ++a)
         for (int64_t bb = 0; bb < n; ++bb) {
           const int64_t iz = depth_ ? te * s.tz - win.pad[0] + a : s.tz;
           const int64_t iy = te * s.ty - win.pad[1] + bb;
-          const bool in = iz >= 0 && iz < id && iy >= 0 && iy < ih;
-          row[static_cast<size_t>(a * n + bb)] = in ? plane + (iz * ih + iy) * iw * es : nullptr;
+          const uint8_t* r = nullptr;
+          if (iz >= 0 && iz < id && iy >= 0 && iy < ih)
+            r = mc < 0 ? plane + (iz * ih + iy) * row_bytes
+                       : run_rows[k * static_cast<size_t>(planes_read) + static_cast<size_t>(a)] +
+                             (mc * run_len[k] + iy - run_y0[k]) * row_bytes;
+          row[static_cast<size_t>(a * n + bb)] = r;
         }
     };
     for (int64_t b = cur.next(); b >= 0; b = cur.next()) {
       const int64_t nt = std::min(nr, total - b * nr);
       segments(b, segs);
+      if (made_channels > 0) stage();
       // Input transform, a channel at a time: each segment's rows, lanes past the block's tiles
       // zero (the gemms read whole panels), then the height and depth transforms.
       for (int64_t c = 0; c < c_; ++c) {
-        for (const Segment& s : segs) {
-          rows_of(s, c);
+        for (size_t k = 0; k < segs.size(); ++k) {
+          const Segment& s = segs[k];
+          rows_of(k, c);
           f.input_rows(row.data(), rows, te * s.tx - win.pad[2], iw, s.len, tmp + s.lane, stride);
         }
         if (nt < nr) {

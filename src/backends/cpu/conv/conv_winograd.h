@@ -44,12 +44,23 @@ class ConvWinograd {
   /// 120-168, 16 -> 16 5.2-5.8 against 3.6-4.5; on its AVX2 rows 16 -> 16 at 48^3 10.9-13.3
   /// against 15.9-17.1, 32 -> 32 in 2D level (14.3-19.8 against 14.3-15.1).
   static constexpr int64_t kMinChannels = 16;
+  /// M and C at least this in 3D's F(4, 3) (fp16 storage), from 8 x 8 pairs on rows of
+  /// narrow_fma: its products are 1/8 of the direct form's, so that small layers gain too. On Zen
+  /// 4, fp16 models of one layer at 96^3 (12 -> 12 at 48^3), one thread, direct / F(4, 3) ms,
+  /// three alternations: AVX-512 12 -> 6 40.4-41.9 / 28.2-30.2, 6 -> 12 42.9-44.2 / 25.0-32.4,
+  /// 6 -> 6 21.3-22.1 / 18.2-21.3 (not taken: level on AVX2, 21.9-31.7 / 21.7-31.8); AVX2 12 -> 6
+  /// 55.1-64.3 / 42.2-49.0, 6 -> 12 52.6-55.7 / 38.3-42.2; two: AVX-512 18 -> 6 54.4-57.0 /
+  /// 36.7-37.6, 12 -> 12 8.7-10.1 / 4.1-5.4, AVX2 8 -> 8 30.8-44.9 / 23.3-33.0. In 2D at 512^2
+  /// small layers gained nothing (8 -> 8 3.4-6.1 against 4.0-6.6, 8 -> 16 6.4-9.9 against
+  /// 6.1-12.8, both ISAs), so 2D keeps kMinChannels.
+  static constexpr int64_t kF43MinChannels3d = 6;
   /// The least M x C pairs for a layer of `dims` (2 or 3) spatial axes: 16 x 32 in 3D and 64 x 64
-  /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma; in F(4, 3) (`f43`), 32 x 32, or 16 x
-  /// 16 for rows of narrow_fma. F(4, 3) on Zen 4 (narrow), fp16 models of one layer at 512^2, one
-  /// thread, against the direct form: 16 -> 16 10.9-12.0 ms against 14.2-14.4, 16 -> 32 15.5-20.4
-  /// against 29.2-30.2, 24 -> 24 18.1-19.9 against 30.3-31.3; its 32 x 32 on wide rows is not
-  /// measured (their direct form is twice as fast, and F(2, 3) in 2D gains from 64 x 64 there).
+  /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma; in F(4, 3) (`f43`), 32 x 32, or for
+  /// rows of narrow_fma 16 x 16 in 2D and 8 x 8 in 3D (above). F(4, 3) on Zen 4 (narrow), fp16
+  /// models of one layer at 512^2, one thread, against the direct form: 16 -> 16 10.9-12.0 ms
+  /// against 14.2-14.4, 16 -> 32 15.5-20.4 against 29.2-30.2, 24 -> 24 18.1-19.9 against
+  /// 30.3-31.3; its 32 x 32 on wide rows is not measured (their direct form is twice as fast, and
+  /// F(2, 3) in 2D gains from 64 x 64 there).
   static int64_t min_pairs(size_t dims, bool narrow, bool f43 = false);
   /// The most M x C pairs: 512 x 1024. The deepest layers of a UNet (256 to 1024 channels) hold
   /// most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many bytes.
@@ -115,8 +126,9 @@ class ConvWinograd {
   /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null.
   ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e);
   /// y = act(conv(x) + bias + residual) (the residual after the activation where the epilogue
-  /// says so); x's parts must be read as stored (not upsampled or transposed), y of the storage
-  /// dtype.
+  /// says so), y of the storage dtype. X's parts made where they are read (upsampled, or a
+  /// transposed convolution's output) are made into rows of the thread's: in 3D whole depth
+  /// planes, each made once as the thread's tiles go down the depth.
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
            const ConvResidual& residual, Tensor& y) const;
   std::string kernel_names() const { return std::string(g_.name) + " " + form().name; }

@@ -57,11 +57,6 @@ inline constexpr const char* kFusedXUpsample = "x_upsample";
 /// FusedConv's int attribute: the part of X that is a transposed convolution's input (its
 /// weights and bias the node's last two inputs).
 inline constexpr const char* kFusedXTransposed = "x_transposed";
-/// Conv's and FusedConv's int attribute, 1: the backend reads X as stored (the CPU one runs the
-/// convolution in Winograd's form, which transforms whole tiles of X's rows), so the passes fuse
-/// no Resize or ConvTranspose into it (x_upsample, x_transposed). Set before the passes run
-/// (runtime/compile.cpp); the reference ignores it.
-inline constexpr const char* kXAsStored = "x_as_stored";
 
 /// A part of X upsampled by 2 along every spatial axis, as ONNX Resize computes it, the axes one
 /// after another (upsample_taps):
