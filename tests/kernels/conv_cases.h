@@ -369,6 +369,11 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
                                            : gather ? c.w[1]
                                                     : 0,
                                            path.fpmath == FpMath::bf16 && !strided_single);
+  // Where the row's products are faster than fp32's, fp16 storage's F(4, 3) layers run in
+  // Winograd's form on the fp32-arithmetic row (conv_lowering.cpp, winograd_row).
+  if (conv && (row->a_panel != PanelType::f32 || row->k_carry != 0) &&
+      fast->kernel_name().find("_winograd_f43__") != std::string::npos)
+    row = find_gemm_kernel(std::min(path.isa, Isa::avx512bf16), t, c.w[0] / group, false);
   // The row's name, then any sibling tiles the direct path may take ("...__avx512+6x48").
   ASSERT_EQ(fast->kernel_name().rfind(row->name, 0), 0u) << c.str() << ": the lowering declined";
   // NaN everywhere: every element must be written.

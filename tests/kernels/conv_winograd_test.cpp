@@ -107,12 +107,21 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
           find_gemm_kernel(GetParam().isa, t, c.w[0], GetParam().fpmath == FpMath::bf16);
       // Layers of fewer than 16 channels only where ConvWinograd::applies says (tested above).
       const bool few = c.w[0] < ConvWinograd::kMinChannels || c.w[1] < ConvWinograd::kMinChannels;
+      const bool cast = t == DType::f16 && c.attrs.count(kFusedCastTo);
       const bool f32_products =
-          row->a_panel == PanelType::f32 && row->k_carry == 0 &&
-          (t == DType::f32 || !c.attrs.count(kFusedCastTo)) &&
+          row->a_panel == PanelType::f32 && row->k_carry == 0 && !cast &&
           (!few || ConvWinograd::applies({3, 3, 3}, {}, {}, 1, c.w[0], c.w[1], *row));
+      // Rows of faster products (bf16 pairs, fp16 arithmetic) give fp16 storage's F(4, 3)
+      // layers from min_pairs_over_fast pairs to the fp32-arithmetic row.
+      const size_t dims = c.w.size() - 2;
+      const bool over_fast =
+          !f32_products && !cast && t == DType::f16 && ConvWinograd::f43(t, dims, c.w[0], c.w[1]) &&
+          c.w[0] * c.w[1] >= ConvWinograd::min_pairs_over_fast(dims) &&
+          ConvWinograd::applies(
+              std::vector<int64_t>(dims, 3), {}, {}, 1, c.w[0], c.w[1],
+              *find_gemm_kernel(std::min(GetParam().isa, Isa::avx512bf16), t, c.w[0], false));
       const std::string kernel = lowered_kernel(c, t, GetParam());
-      EXPECT_EQ(kernel.find("_winograd") != std::string::npos, f32_products)
+      EXPECT_EQ(kernel.find("_winograd") != std::string::npos, f32_products || over_fast)
           << c.str() << " " << dtype_name(t) << ": " << kernel;
       // F(4, 3) for fp16 storage (every 2D case here, and the 3D ones up to 32 x 64 pairs),
       // F(2, 3) elsewhere.

@@ -62,6 +62,17 @@ class ConvWinograd {
   /// 30.3-31.3; its 32 x 32 on wide rows is not measured (their direct form is twice as fast, and
   /// F(2, 3) in 2D gains from 64 x 64 there).
   static int64_t min_pairs(size_t dims, bool narrow, bool f43 = false);
+  /// The least M x C pairs for F(4, 3) (fp16 storage) on fp32 arithmetic where the direct form's
+  /// row has faster products (bf16 pairs, fp16 arithmetic; conv_lowering.cpp, winograd_row): 16 x
+  /// 16 in 3D, 64 x 64 in 2D. On Zen 4 (bf16 dot products at twice the fp32 rate, as AVX512-FP16's
+  /// multiply-adds are on Intel), fp16 models of one layer, one thread, two runs, F(4, 3) /
+  /// direct with bf16 products, ms: 3D at 96^3 8 -> 8 20.1-25.7 / 15.4-18.7, 12 -> 6 20.5-21.5 /
+  /// 17.6-18.0, 16 -> 16 42.8-63.8 / 63.3-69.7, 16 -> 32 80.5-91.2 / 122.4-132.5, 32 -> 32
+  /// 121.9-153.4 / 231.4-235.6; 2D 16 -> 16 at 512^2 11.0-11.1 / 6.4-6.5, 32 -> 32 24.9-32.2 /
+  /// 25.3-29.1, 64 -> 64 at 256^2 17.1-19.3 / 22.8-25.6, 128 -> 128 at 128^2 14.4-16.6 / 22.0,
+  /// 256 -> 256 at 64^2 16.4-18.1 / 21.6-21.7. (64 -> 64 at 48^3, F(2, 3) past F(4, 3)'s pairs:
+  /// 92.4-123.0 / 109.5-119.1.)
+  static int64_t min_pairs_over_fast(size_t dims) { return dims == 3 ? 16 * 16 : 64 * 64; }
   /// The most M x C pairs: 512 x 1024. The deepest layers of a UNet (256 to 1024 channels) hold
   /// most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many bytes.
   /// Lifted from 256 x 256 (Zen 4, one thread: 3D at 128^3, 320 -> 320 at 8^3 40.4 -> 15.9 ms,
