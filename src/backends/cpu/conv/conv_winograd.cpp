@@ -231,11 +231,13 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   // A block's tiles lie in at most this many tile rows and tile planes (and batch items).
   const int64_t tile_rows = std::min(nr, ceil_div(nr, tw) + 1);
   const int64_t tile_planes = std::min(nr, ceil_div(nr, th * tw) + 1);
-  // Slots: 3D, the planes a block reads, a run of k tile planes of a batch item te k + 2; 2D, a
-  // run of tile rows a batch item, reading te rows each and two more.
+  // Slots: 3D, the planes a block reads, a run of k tile planes of a batch item te k + 2 (at most
+  // the item's planes); 2D, a run of tile rows a batch item, reading te rows each and two more.
   const int64_t items = std::min({x.batch(), tile_planes, ceil_div(nr, per_item) + 1});
   const int64_t slot_rows = depth_ ? ih : std::min(ih, tile_rows * te + 2);
-  const int64_t slots = made_channels == 0 ? 0 : depth_ ? te * tile_planes + 2 * items : items;
+  const int64_t slots = made_channels == 0 ? 0
+                        : depth_           ? std::min(te * tile_planes + 2 * items, items * id)
+                                           : items;
   auto work = [&](RangeCursor& cur) {
     ScratchCache* own = ctx.own_scratch(cur.thread());
     // Per thread: the B panels of every position (C steps x NR lanes each), the products of a
