@@ -81,8 +81,9 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   add("Conv", {1, 64, 5, 300}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
   add("FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual = true;
   add("Conv", {1, 64, 7, 1}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // one column
-  // Parts of X made where they are read: upsampled (nearest, linear), a transposed convolution's
-  // output; batches whose blocks cross items, planes of one tile (a block reads many).
+  // Parts of X made where they are read: upsampled (nearest, the linear modes) or resized to the
+  // others' size, a transposed convolution's output; batches whose blocks cross items, planes of
+  // one tile (a block reads many).
   auto made = [&](Shape x, Shape w, std::vector<int64_t> parts) -> ConvCase& {
     ConvCase& c = add("FusedConv", std::move(x), std::move(w));
     c.ints("pads", std::vector<int64_t>(2 * (c.x.size() - 2), 1)).x_parts = std::move(parts);
@@ -91,6 +92,11 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   made({1, 24, 6, 8, 10}, {32, 24, 3, 3, 3}, {16, 8}).x_upsample = {1, 0};
   made({2, 24, 8, 6, 4}, {32, 24, 3, 3, 3}, {12, 12}).x_upsample = {0, 2};
   made({1, 32, 10, 4, 4}, {16, 32, 3, 3, 3}, {16, 16}).x_upsample = {2, 1};
+  made({1, 24, 8, 6, 10}, {32, 24, 3, 3, 3}, {12, 12}).x_upsample = {3, 4};  // width tables
+  // Resized to the stored part's size (`_sized`: a Resize given sizes).
+  made({1, 24, 7, 9, 11}, {32, 24, 3, 3, 3}, {16, 8}).x_upsample = {6, 0};
+  made({2, 32, 5, 6, 8}, {16, 32, 3, 3, 3}, {8, 16, 8}).x_upsample = {5, 7, 0};
+  made({1, 64, 9, 11}, {64, 64, 3, 3}, {32, 32}).x_upsample = {8, 0};
   made({1, 24, 6, 8, 6}, {32, 24, 3, 3, 3}, {16, 8}).x_transposed = 0;
   made({2, 40, 4, 4, 6}, {16, 40, 3, 3, 3}, {8, 32}).x_transposed = 1;
   made({2, 64, 6, 10}, {64, 64, 3, 3}, {32, 32}).x_upsample = {1, 0};
