@@ -238,6 +238,15 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   const int64_t slots = made_channels == 0 ? 0
                         : depth_           ? std::min(te * tile_planes + 2 * items, items * id)
                                            : items;
+  // Where every thread's slots would take more bytes than X made whole (layers a few planes deep
+  // of wide planes, small 2D ones), X is made whole (ConvInput::joined) and read as stored, so
+  // that the slots never take more than that.
+  const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
+  if (made_channels > 0 && slots * made_channels * slot_rows * threads > x.batch() * c_ * id * ih) {
+    const Tensor whole = x.joined();
+    run(ctx, win, ConvInput(whole), residual, y);
+    return;
+  }
   auto work = [&](RangeCursor& cur) {
     ScratchCache* own = ctx.own_scratch(cur.thread());
     // Per thread: the B panels of every position (C steps x NR lanes each), the products of a

@@ -139,7 +139,8 @@ class ConvWinograd {
   /// y = act(conv(x) + bias + residual) (the residual after the activation where the epilogue
   /// says so), y of the storage dtype. X's parts made where they are read (upsampled, or a
   /// transposed convolution's output) are made into rows of the thread's: in 3D whole depth
-  /// planes, each made once as the thread's tiles go down the depth.
+  /// planes, each made once as the thread's tiles go down the depth; X made whole first where
+  /// the threads' rows would take more bytes.
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
            const ConvResidual& residual, Tensor& y) const;
   std::string kernel_names() const { return std::string(g_.name) + " " + form().name; }
