@@ -125,6 +125,24 @@ TEST(RefConv, RefusesBadInputsNamingTheNode) {
   NodeSpec ints = spec;
   ints.inputs = {&xi, &w4};
   EXPECT_NE(error_of(ints).find("input X has dtype int32"), std::string::npos);
+  // W and B of X's type (ONNX's T): a float16 W under a float X is refused, naming both.
+  Tensor w16 = random_tensor(DType::f16, {2, 4, 3, 3}, rng);
+  NodeSpec mixed = spec;
+  mixed.inputs = {&x, &w16};
+  EXPECT_NE(error_of(mixed).find("input W has dtype float16, expected X's dtype, float"),
+            std::string::npos)
+      << error_of(mixed);
+  Tensor b16 = random_tensor(DType::f16, {2}, rng);
+  NodeSpec mixed_b = spec;
+  mixed_b.inputs = {&x, &w4, &b16};
+  EXPECT_NE(error_of(mixed_b).find("input B has dtype float16"), std::string::npos)
+      << error_of(mixed_b);
+  NodeSpec transposed = mixed;
+  transposed.op = "ConvTranspose";
+  transposed.inputs = {&x, &w16};
+  EXPECT_NE(error_of(transposed).find("(ConvTranspose): input W has dtype float16"),
+            std::string::npos)
+      << error_of(transposed);
   NodeSpec big = spec;
   big.inputs = {&x, &w4};
   big.ints("pads", {0, 0, 0, 0}).ints("dilations", {3, 1});
