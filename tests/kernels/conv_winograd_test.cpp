@@ -5,8 +5,8 @@
 // to 2, batches whose blocks cross items, more output channels than a chunk, tile rows longer
 // than one transform call takes, 3D layers of few channels in F(4, 3), and the FusedConv epilogue
 // (residual before and after the activation, per-channel slopes, parts of X, upsampled or
-// transposed parts made where they are read, a window of X's channels; an fp32 output from fp16
-// storage stays direct).
+// transposed parts made where they are read, a window of X's channels, an fp32 output from fp16
+// storage, a head mixing the output channels with and without its softmax and bias).
 #include "backends/cpu/conv/conv_winograd.h"
 
 #include <gtest/gtest.h>
@@ -78,6 +78,19 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
       .ints("pads", pads3)
       .i(kFusedCastTo, 1)
       .activation = "Relu";
+  // A head: 3D and 2D, in both forms, after a residual, with an fp32 output, blocks crossing the
+  // batch items and tile rows.
+  auto headed = [&](Shape x, Shape w, int64_t channels) -> ConvCase& {
+    ConvCase& c = add("FusedConv", std::move(x), std::move(w));
+    c.ints("pads", std::vector<int64_t>(2 * (c.x.size() - 2), 1)).head = channels;
+    return c;
+  };
+  headed({1, 32, 6, 7, 9}, {32, 32, 3, 3, 3}, 3).activation = "Relu";
+  headed({2, 16, 5, 6, 7}, {16, 16, 3, 3, 3}, 2).head_softmax = true;
+  headed({1, 8, 9, 6, 10}, {8, 8, 3, 3, 3}, 3).activation = "LeakyRelu";  // F(4, 3) in fp16
+  headed({1, 24, 5, 4, 6}, {20, 24, 3, 3, 3}, 5).residual = true;
+  headed({2, 32, 6, 11}, {32, 32, 3, 3}, 4).head_bias = false;
+  headed({1, 16, 7, 5, 6}, {24, 16, 3, 3, 3}, 3).i(kFusedCastTo, 1).head_softmax = true;
   add("Conv", {1, 64, 5, 300}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
   add("FusedConv", {2, 64, 6, 9}, {65, 64, 3, 3}).ints("pads", {0, 1, 2, 1}).residual = true;
   add("Conv", {1, 64, 7, 1}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // one column
@@ -113,15 +126,14 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
           find_gemm_kernel(GetParam().isa, t, c.w[0], GetParam().fpmath == FpMath::bf16);
       // Layers of fewer than 16 channels only where ConvWinograd::applies says (tested above).
       const bool few = c.w[0] < ConvWinograd::kMinChannels || c.w[1] < ConvWinograd::kMinChannels;
-      const bool cast = t == DType::f16 && c.attrs.count(kFusedCastTo);
       const bool f32_products =
-          row->a_panel == PanelType::f32 && row->k_carry == 0 && !cast &&
+          row->a_panel == PanelType::f32 && row->k_carry == 0 &&
           (!few || ConvWinograd::applies({3, 3, 3}, {}, {}, 1, c.w[0], c.w[1], *row));
       // Rows of faster products (bf16 pairs, fp16 arithmetic) give fp16 storage's F(4, 3)
       // layers from min_pairs_over_fast pairs to the fp32-arithmetic row.
       const size_t dims = c.w.size() - 2;
       const bool over_fast =
-          !f32_products && !cast && t == DType::f16 && ConvWinograd::f43(t, dims, c.w[0], c.w[1]) &&
+          !f32_products && t == DType::f16 && ConvWinograd::f43(t, dims, c.w[0], c.w[1]) &&
           c.w[0] * c.w[1] >= ConvWinograd::min_pairs_over_fast(dims) &&
           ConvWinograd::applies(
               std::vector<int64_t>(dims, 3), {}, {}, 1, c.w[0], c.w[1],
@@ -186,7 +198,7 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
 
 // Where the direct form stays: fewer than 16 channels on either side or fewer pairs than
 // min_pairs, more than 512 x 1024 pairs, strides, dilations, groups, kernels other than 3, 1D,
-// a head.
+// a head after more than kMaxHeadChannels channels.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_EQ(ConvWinograd::min_pairs(3, false), 16 * 32);
   EXPECT_EQ(ConvWinograd::min_pairs(2, false), 64 * 64);
@@ -258,6 +270,13 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   head.x = {1, 32, 5, 6, 7};
   head.w = {32, 32, 3, 3, 3};
   head.ints("pads", {1, 1, 1, 1, 1, 1}).head = 2;
+  EXPECT_NE(lowered_kernel(head, DType::f32, {Isa::scalar, FpMath::strict}).find("winograd"),
+            std::string::npos);
+  EXPECT_NE(lowered_kernel(head, DType::f32, {Isa::scalar, FpMath::strict}).find("+head"),
+            std::string::npos);
+  head.x[1] = 40;
+  head.w = {40, 40, 3, 3, 3};
+  static_assert(ConvWinograd::kMaxHeadChannels < 40);
   EXPECT_EQ(lowered_kernel(head, DType::f32, {Isa::scalar, FpMath::strict}).find("winograd"),
             std::string::npos);
 }

@@ -269,23 +269,26 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
-  // Winograd's form where it applies; not with a head (its mix runs on the direct path's
-  // strips), nor where fp16 storage has an fp32 output (a fused Cast: the inverse transforms
-  // store the storage dtype).
-  const GemmKernel* wrow =
-      head.channels == 0 && ctx.output_dtype(0) == a.w->dtype() && ctx.winograd
-          ? winograd_row(ctx.isa, a.w->dtype(), ctx.fpmath, spatial(a.w->shape()), attrs.strides,
-                         attrs.dilations, a.group, m, a.w->dim(1))
+  // Winograd's form where it applies (with a head of up to kMaxHeadChannels before it, and an
+  // fp32 output of fp16 storage, a fused Cast, too).
+  const DType yt = ctx.output_dtype(0);
+  const bool winograd_fits = (head.channels == 0 || m <= ConvWinograd::kMaxHeadChannels) &&
+                             (yt == a.w->dtype() || yt == DType::f32) && ctx.winograd;
+  const GemmKernel* row =
+      winograd_fits ? winograd_row(ctx.isa, a.w->dtype(), ctx.fpmath, spatial(a.w->shape()),
+                                   attrs.strides, attrs.dilations, a.group, m, a.w->dim(1))
+                    : nullptr;
+  std::unique_ptr<ConvWinograd> wino =
+      row ? std::make_unique<ConvWinograd>(*row, ctx.isa, *a.w, a.bias, e, std::move(head))
           : nullptr;
-  const bool winograd = wrow != nullptr;
   auto conv =
-      winograd ? nullptr
-               : std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
+      row ? nullptr
+          : std::make_unique<ConvGemm>(*a.kernel, *a.w, a.bias, a.group, e, std::move(head));
   auto op = std::make_unique<GemmConvOp>(std::move(ref), std::move(attrs), spatial(a.w->shape()),
                                          residual, parts, head_input, windows, std::move(upsampled),
                                          std::move(conv), transposed, std::move(up));
   op->set_up_input(up_input);
-  if (winograd) op->set_winograd(std::make_unique<ConvWinograd>(*wrow, ctx.isa, *a.w, a.bias, e));
+  if (wino) op->set_winograd(std::move(wino));
   return op;
 }
 

@@ -167,9 +167,10 @@ struct ConvEpilogue {
   bool residual_after_act = false;  // y = act(conv(x)) + residual (ConvGemm only)
 };
 
-/// A 1x1 convolution after a ConvGemm's epilogue (a FusedConv's head, backends/ref/ops/fused.h):
-/// `channels` output channels mixed from the convolution's M in fp32, then softmax over them
-/// where `softmax`. The M channels are never stored where the direct path runs the layer.
+/// A 1x1 convolution after a ConvGemm's or ConvWinograd's epilogue (a FusedConv's head,
+/// backends/ref/ops/fused.h): `channels` output channels mixed from the convolution's M in fp32,
+/// then softmax over them where `softmax`. The M channels are never stored where the direct path
+/// or Winograd's form runs the layer.
 struct ConvHead {
   int64_t channels = 0;  // 0: no head
   std::vector<float> w;  // channels x M

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "backends/cpu/kernels/softmax/softmax.h"
 #include "runtime/thread_pool.h"
 
 namespace voxrt::cpu {
@@ -119,7 +120,7 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
 }
 
 ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias,
-                           ConvEpilogue e)
+                           ConvEpilogue e, ConvHead head)
     : g_(g),
       k_(*winograd_kernels(g.storage, std::min(isa, runs_on(g)))),
       m_(w.dim(0)),
@@ -128,13 +129,24 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
       f43_(f43(g.storage, static_cast<size_t>(w.rank() - 2), w.dim(0), w.dim(1))),
       tile_(f43_ ? 4 : 2),
       positions_((depth_ ? tile_ + 2 : 1) * (tile_ + 2) * (tile_ + 2)),
-      e_(std::move(e)) {
+      e_(std::move(e)),
+      head_(std::move(head)) {
   if (w.rank() < 4 || w.rank() > 5)
     throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) +
                 ", expected (M, C, 3, 3) or (M, C, 3, 3, 3)");
   for (int64_t d = 2; d < w.rank(); ++d)
     if (w.dim(d) != 3)
       throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) + ", expected kernel 3");
+  if (head_.channels > 0) {
+    if (m_ > kMaxHeadChannels || head_.w.size() != static_cast<size_t>(head_.channels * m_) ||
+        (!head_.b.empty() && head_.b.size() != static_cast<size_t>(head_.channels)))
+      throw Error("ConvWinograd: a head of " + std::to_string(head_.channels) + " channels after " +
+                  std::to_string(m_) + " takes " + std::to_string(head_.channels * m_) +
+                  " weights, and at most " + std::to_string(kMaxHeadChannels) +
+                  " channels before it");
+    mix_f32_ = eltwise_kernels(DType::f32, g_.isa);
+    softmax_f32_ = softmax_kernels(DType::f32, g_.isa);
+  }
   u_bytes_ = packed_a_bytes(g_, m_, c_);
   // Kept as the row takes them, fp32, but for fp16 storage's deep layers (keeps_fp16): transformed
   // fp16 weights are not fp16 values, rounding them costs accuracy.
@@ -204,16 +216,33 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   const int64_t blocks = ceil_div(total, nr);
   const int64_t stride = ceil_div(nr, kWinogradLanePad) * kWinogradLanePad + kWinogradLanePad;
   const int64_t rows = depth_ ? n * n : n;  // input rows of a tile
-  const int64_t chunk = std::min(
-      m_, std::max<int64_t>(1, (f43_ && depth_ ? kChannelChunk / 2 : kChannelChunk) / mr) * mr);
-  if (y.dtype() != g_.storage) throw Error("ConvWinograd: Y's dtype must be the storage's");
-  const int64_t es = static_cast<int64_t>(dtype_size(g_.storage));
+  // With a head, every output channel in one chunk: the head mixes them all.
+  const int64_t chunk =
+      head_.channels > 0
+          ? m_
+          : std::min(m_, std::max<int64_t>(
+                             1, (f43_ && depth_ ? kChannelChunk / 2 : kChannelChunk) / mr) *
+                             mr);
+  if (y.dtype() != g_.storage && y.dtype() != DType::f32)
+    throw Error("ConvWinograd: Y of dtype " + std::string(dtype_name(y.dtype())) +
+                ", expected the storage's or fp32");
+  const int64_t es = static_cast<int64_t>(dtype_size(g_.storage)),
+                ys = static_cast<int64_t>(dtype_size(y.dtype()));
+  // Y's rows stored as the storage dtype or as fp32 (a fused Cast of fp16 storage); with a head,
+  // a block's M channels go to fp32 rows of the thread's, their positions one after the other.
+  const auto put_row = y.dtype() == g_.storage ? f.output_row : f.output_row_f32;
+  const int64_t mh = head_.channels;
+  if (y.dim(1) != (mh > 0 ? mh : m_))
+    throw Error("ConvWinograd: Y has " + std::to_string(y.dim(1)) + " channels, expected " +
+                std::to_string(mh > 0 ? mh : m_));
+  const int64_t block_outputs = nr * te * te * (depth_ ? te : 1);
   const std::vector<int64_t> offsets = panel_offsets(g_, c_);
   const size_t panel_bytes = packed_a_bytes(g_, mr, c_);  // one micro-panel of MR channels
   // Floats from one position's B panel (products) to the next's.
   const int64_t v_step = c_ * nr + kPositionPad, m_step = chunk * nr + kPositionPad;
   const int64_t out_plane = oh * ow, out_vol = od * out_plane;
   uint8_t* yb = static_cast<uint8_t*>(y.raw());
+  const CastKernels& cast = cast_kernels(g_.isa);
   GemmParams gp;
   gp.f32_out = true;
   // Channels of parts made where they are read (upsampled, or a transposed convolution's output):
@@ -265,6 +294,11 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     float* prod = v + v_floats;
     float* tmp = prod + m_floats;
     float* o = tmp + t_floats;
+    // With a head: the block's M channels, then the head's, block_outputs floats a channel.
+    PanelBuffer head_rows(
+        mh > 0 ? static_cast<size_t>((m_ + mh) * block_outputs) * sizeof(float) : 0, own);
+    float* mid = reinterpret_cast<float*>(head_rows.data());
+    float* mixed = mid + m_ * block_outputs;
     std::vector<Segment> segs;
     std::vector<const void*> row(static_cast<size_t>(rows));
     // A chunk's panels at one position, widened where the transformed weights are kept in fp16.
@@ -322,6 +356,18 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
       }
     };
     // The rows of channel c segment k reads (null outside X).
+    // fn(segment, oz, oy, cols, at) for each output row of the block inside Y, in one order
+    // (a head's rows follow it): at, the row's first element in channel 0 of batch item n.
+    auto each_row = [&](auto&& fn) {
+      for (const Segment& s : segs)
+        for (int64_t dz = 0; dz < (depth_ ? te : 1); ++dz)
+          for (int64_t dy = 0; dy < te; ++dy) {
+            const int64_t oz = depth_ ? te * s.tz + dz : s.tz, oy = te * s.ty + dy;
+            if (oz >= od || oy >= oh) continue;
+            fn(s, dz, dy, std::min(te * s.len, ow - te * s.tx),
+               oz * out_plane + oy * ow + te * s.tx);
+          }
+    };
     auto rows_of = [&](size_t k, int64_t c) {
       const Segment& s = segs[k];
       const int64_t mc = made[static_cast<size_t>(c)];
@@ -374,19 +420,40 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
         for (int64_t m = m0; m < m0 + mc; ++m) {
           f.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);
           ActParams act{e_.act, e_.slopes.empty() ? e_.alpha : e_.slopes[static_cast<size_t>(m)]};
-          for (const Segment& s : segs)
-            for (int64_t dz = 0; dz < (depth_ ? te : 1); ++dz)
-              for (int64_t dy = 0; dy < te; ++dy) {
-                const int64_t oz = depth_ ? te * s.tz + dz : s.tz, oy = te * s.ty + dy;
-                if (oz >= od || oy >= oh) continue;
-                const int64_t at = (s.n * m_ + m) * out_vol + oz * out_plane + oy * ow + te * s.tx;
-                const int64_t cols = std::min(te * s.len, ow - te * s.tx);
-                f.output_row(o + (dz * te + dy) * n * stride + s.lane, stride, s.len, cols,
-                             bias_[static_cast<size_t>(m)],
-                             residual ? residual.at(s.n, at) : nullptr, act, e_.residual_after_act,
-                             yb + at * es);
-              }
+          int64_t next = 0;  // a head's next position in the block
+          each_row([&](const Segment& s, int64_t dz, int64_t dy, int64_t cols, int64_t at0) {
+            const int64_t at = (s.n * m_ + m) * out_vol + at0;
+            const float* from = o + (dz * te + dy) * n * stride + s.lane;
+            const void* r = residual ? residual.at(s.n, at) : nullptr;
+            const float b = bias_[static_cast<size_t>(m)];
+            if (mh > 0) {
+              f.output_row_f32(from, stride, s.len, cols, b, r, act, e_.residual_after_act,
+                               mid + m * block_outputs + next);
+              next += cols;
+            } else {
+              put_row(from, stride, s.len, cols, b, r, act, e_.residual_after_act, yb + at * ys);
+            }
+          });
         }
+      }
+      if (mh > 0) {  // the head's channels of the block's positions, into Y
+        int64_t count = 0;
+        each_row([&](const Segment&, int64_t, int64_t, int64_t cols, int64_t) { count += cols; });
+        mix_f32_->mix(mid, block_outputs, m_, head_.w.data(),
+                      head_.b.empty() ? nullptr : head_.b.data(), mh, count, mixed, block_outputs);
+        if (head_.softmax) softmax_f32_->strided(mixed, mixed, mh, block_outputs, count);
+        int64_t next = 0;
+        each_row([&](const Segment& s, int64_t, int64_t, int64_t cols, int64_t at0) {
+          for (int64_t h = 0; h < mh; ++h) {
+            const float* from = mixed + h * block_outputs + next;
+            uint8_t* to = yb + ((s.n * mh + h) * out_vol + at0) * ys;
+            if (y.dtype() == DType::f32)
+              std::memcpy(to, from, static_cast<size_t>(cols) * sizeof(float));
+            else
+              cast.f32_to_f16(from, to, cols);
+          }
+          next += cols;
+        });
       }
     }
   };

@@ -3,9 +3,10 @@
 // positions in 3D, 2x2 in 2D; 4x4x4 and 4x4 in F(4, 3)) at a time, its input tiles transformed into
 // the B panels of 64 (16; 216 and 36) gemms, one per transform position, whose A panels are the
 // transformed weights (packed once here), and the products transformed back into Y's rows with
-// the convolution's epilogue (backends/cpu/kernels/winograd/). A 3D layer takes 64 products per
-// input and output channel pair and tile of eight positions where the direct form takes 216 (in
-// F(4, 3) 216 per tile of 64 for 1728); a 2D one in F(4, 3) 36 per tile of 16 for 144.
+// the convolution's epilogue (and a fused head's mix; backends/cpu/kernels/winograd/). A 3D layer
+// takes 64 products per input and output channel pair and tile of eight positions where the direct
+// form takes 216 (in F(4, 3) 216 per tile of 64 for 1728); a 2D one in F(4, 3) 36 per tile of 16
+// for 144.
 //
 //   if (ConvWinograd::applies(kernel, strides, dilations, group, m, c, g))
 //     conv = std::make_unique<ConvWinograd>(g, isa, w, &b, epilogue);
@@ -134,18 +135,30 @@ class ConvWinograd {
   /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
   /// (CpuFeatures::avx512_split: Zen 4).
   static bool narrow_fma(const GemmKernel& g);
-  /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null.
-  ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e);
+  /// The most output channels a layer with a head may have (ConvHead; fuse_conv_head takes up to
+  /// 32): a block's M channels are all made before the head mixes them.
+  static constexpr int64_t kMaxHeadChannels = 32;
+  /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null; `head` a 1x1 convolution
+  /// after the epilogue (M at most kMaxHeadChannels), or none.
+  ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e,
+               ConvHead head = {});
   /// y = act(conv(x) + bias + residual) (the residual after the activation where the epilogue
-  /// says so), y of the storage dtype. X's parts made where they are read (upsampled, or a
-  /// transposed convolution's output) are made into rows of the thread's: in 3D whole depth
-  /// planes, each made once as the thread's tiles go down the depth; X made whole first where
-  /// the threads' rows would take more bytes.
+  /// says so), or with a head y = head(that): y of the storage dtype, or fp32 (a fused output
+  /// Cast of fp16 storage). X's parts made where they are read (upsampled, or a transposed
+  /// convolution's output) are made into rows of the thread's: in 3D whole depth planes, each
+  /// made once as the thread's tiles go down the depth; X made whole first where the threads'
+  /// rows would take more bytes. A head mixes each block's M channels, made in fp32 rows of the
+  /// thread's, into Y's channels (the M channels are never stored in Y).
   void run(const RunContext& ctx, const ConvWindow& win, const ConvInput& x,
            const ConvResidual& residual, Tensor& y) const;
-  std::string kernel_names() const { return std::string(g_.name) + " " + form().name; }
-  /// Bytes of the packed weights and bias.
-  size_t packed_bytes() const { return u_.size() + bias_.size() * sizeof(float); }
+  std::string kernel_names() const {
+    return std::string(g_.name) + " " + form().name +
+           (head_.channels > 0 ? (head_.softmax ? " +head+softmax" : " +head") : "");
+  }
+  /// Bytes of the packed weights and bias, and the head's.
+  size_t packed_bytes() const {
+    return u_.size() + (bias_.size() + head_.w.size() + head_.b.size()) * sizeof(float);
+  }
 
  private:
   const WinogradForm& form() const { return f43_ ? k_.f43 : k_.f23; }
@@ -162,6 +175,10 @@ class ConvWinograd {
   size_t u_bytes_ = 0;       // one position's
   std::vector<float> bias_;  // M values, zeros without a bias
   ConvEpilogue e_;
+  ConvHead head_;
+  // With a head: its fp32 mix and the softmax over its channels, at the row's ISA.
+  const EltwiseKernels* mix_f32_ = nullptr;
+  const SoftmaxKernels* softmax_f32_ = nullptr;
 };
 
 }  // namespace voxrt::cpu

@@ -57,6 +57,11 @@ struct WinogradForm {
   /// residual (null: none), the activation (the residual after it where residual_after_act).
   void (*output_row)(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
                      const void* residual, const ActParams& act, bool residual_after_act, void* y);
+  /// output_row storing fp32 values at y whatever the storage (the residual still of the
+  /// storage's): a fused output Cast of fp16 storage, a head's input rows (ConvWinograd).
+  void (*output_row_f32)(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
+                         const void* residual, const ActParams& act, bool residual_after_act,
+                         void* y);
 };
 
 /// F(4, 3): an output tile of 4x4x4 (4x4) positions from a 6x6x6 (6x6) input tile, 216 (36)

@@ -159,10 +159,11 @@ struct WinogradImpl {
       gather<N, false>(m, m_stride, lanes, o, stride);
   }
 
-  // The inverse width transform of an output row of the N-point form, its values put into Y.
-  template <int N, Act A>
+  // The inverse width transform of an output row of the N-point form, its values put into Y (of
+  // the storage type, or fp32: Out).
+  template <int N, Act A, class Out>
   static void finish_row(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
-                         const T* r, const ActVec<S>& pv, bool after, T* y) {
+                         const T* r, const ActVec<S>& pv, bool after, Out* y) {
     const V b = S::set1(bias);
     // Values [at, at + count) of the row: + bias, residual, activation, stored.
     auto put = [&](V v, int64_t at) {
@@ -280,23 +281,26 @@ struct WinogradImpl {
     }
   }
 
-  // The output rows of the N-point form.
-  template <int N>
+  // The output rows of the N-point form, stored as Out (T, or float: output_row_f32).
+  template <int N, class Out = T>
   static void output_row(const float* o, int64_t stride, int64_t len, int64_t cols, float bias,
                          const void* residual, const ActParams& act, bool residual_after_act,
                          void* y) {
     const T* r = static_cast<const T*>(residual);
     const ActVec<S> pv(act);
     with_act(act.act, [&]<Act A>() {
-      finish_row<N, A>(o, stride, len, cols, bias, r, pv, residual_after_act, static_cast<T*>(y));
+      finish_row<N, A>(o, stride, len, cols, bias, r, pv, residual_after_act, static_cast<Out*>(y));
     });
   }
 
   // F(4, 3)'s kernels for fp16 storage only (ConvWinograd::f43); fp32's table leaves them null.
   static constexpr WinogradKernels table(const char* name, const char* f43_name = nullptr) {
-    WinogradKernels k{{name, input_rows, input_finish<4>, output_gather<4>, output_row<4>}, {}};
+    WinogradKernels k{
+        {name, input_rows, input_finish<4>, output_gather<4>, output_row<4>, output_row<4, float>},
+        {}};
     if constexpr (std::is_same_v<T, Half>)
-      k.f43 = {f43_name, input_rows_f43, input_finish<6>, output_gather<6>, output_row<6>};
+      k.f43 = {f43_name,         input_rows_f43, input_finish<6>,
+               output_gather<6>, output_row<6>,  output_row<6, float>};
     return k;
   }
 };
