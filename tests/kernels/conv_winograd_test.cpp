@@ -3,8 +3,8 @@
 // against the reference ops, on every ISA path with fp32 products: 3D and 2D,
 // sizes that leave tiles and blocks partial, X smaller than a tile or one column wide, pads of 0
 // to 2, batches whose blocks cross items, more output channels than a chunk, tile rows longer
-// than one transform call takes, 3D layers of few channels in F(4, 3), and the FusedConv epilogue
-// (residual before and after the activation, per-channel slopes, parts of X, upsampled or
+// than one transform call takes, 3D and 2D layers of few channels in F(4, 3), and the FusedConv
+// epilogue (residual before and after the activation, per-channel slopes, parts of X, upsampled or
 // transposed parts made where they are read, a window of X's channels, an fp32 output from fp16
 // storage, a head mixing the output channels with and without its softmax and bias).
 #include "backends/cpu/conv/conv_winograd.h"
@@ -118,6 +118,10 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   add("Conv", {1, 6, 7, 9, 11}, {12, 6, 3, 3, 3}).ints("pads", pads3);
   made({1, 18, 8, 6, 10}, {6, 18, 3, 3, 3}, {12, 6}).x_upsample = {2, 0};
   made({1, 16, 6, 8, 8}, {8, 16, 3, 3, 3}, {8, 8}).x_transposed = 0;
+  // 2D's F(4, 3) from 8 channels (fp16 storage on narrow rows): a decoder's 24 -> 8 reading an
+  // up-convolution, an encoder's 8 -> 16.
+  made({1, 24, 10, 14}, {8, 24, 3, 3}, {16, 8}).x_transposed = 0;
+  add("Conv", {2, 8, 9, 13}, {16, 8, 3, 3}).ints("pads", {1, 1, 1, 1});
   int k = 0;
   for (const ConvCase& c : cases)
     for (DType t : {DType::f32, DType::f16}) {
@@ -125,13 +129,13 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
       const GemmKernel* row =
           find_gemm_kernel(GetParam().isa, t, c.w[0], GetParam().fpmath == FpMath::bf16);
       // Layers of fewer than 16 channels only where ConvWinograd::applies says (tested above).
+      const size_t dims = c.w.size() - 2;
       const bool few = c.w[0] < ConvWinograd::kMinChannels || c.w[1] < ConvWinograd::kMinChannels;
-      const bool f32_products =
-          row->a_panel == PanelType::f32 && row->k_carry == 0 &&
-          (!few || ConvWinograd::applies({3, 3, 3}, {}, {}, 1, c.w[0], c.w[1], *row));
+      const bool f32_products = row->a_panel == PanelType::f32 && row->k_carry == 0 &&
+                                (!few || ConvWinograd::applies(std::vector<int64_t>(dims, 3), {},
+                                                               {}, 1, c.w[0], c.w[1], *row));
       // Rows of faster products (bf16 pairs, fp16 arithmetic) give fp16 storage's F(4, 3)
       // layers from min_pairs_over_fast pairs to the fp32-arithmetic row.
-      const size_t dims = c.w.size() - 2;
       const bool over_fast =
           !f32_products && t == DType::f16 && ConvWinograd::f43(t, dims, c.w[0], c.w[1]) &&
           c.w[0] * c.w[1] >= ConvWinograd::min_pairs_over_fast(dims) &&
@@ -231,7 +235,7 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_TRUE(ConvWinograd::f43(DType::f16, 3, 32, 64));
   EXPECT_FALSE(ConvWinograd::f43(DType::f16, 3, 64, 64));
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 512, 512, true, true));
-  EXPECT_EQ(ConvWinograd::min_pairs(2, true, true), 16 * 16);
+  EXPECT_EQ(ConvWinograd::min_pairs(2, true, true), 8 * 16);
   EXPECT_EQ(ConvWinograd::min_pairs(2, false, true), 32 * 32);
   EXPECT_FALSE(ConvWinograd::keeps_fp16(DType::f16, 128, 128, true));
   EXPECT_TRUE(ConvWinograd::keeps_fp16(DType::f16, 136, 128, true));
@@ -242,7 +246,11 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 8, 8, h));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 6, 6, h));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 5, 16, h));
-  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 12, 12, h));
+  // 2D's F(4, 3) from 8 channels and 8 x 16 pairs on narrow rows.
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 12, 12, h));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 8, 16, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 8, 8, h));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3}, {}, {}, 1, 7, 32, h));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 12, 12, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 15, 64, g));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 8, g));

@@ -82,7 +82,7 @@ class MadeRows {
 }  // namespace
 
 int64_t ConvWinograd::min_pairs(size_t dims, bool narrow, bool f43) {
-  if (f43) return narrow ? (dims == 3 ? 8 * 8 : 16 * 16) : 32 * 32;
+  if (f43) return narrow ? (dims == 3 ? 8 * 8 : 8 * 16) : 32 * 32;
   if (dims == 2) return narrow ? 32 * 32 : 64 * 64;
   return narrow ? 16 * 16 : 16 * 32;
 }
@@ -107,7 +107,9 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g) {
   const bool four = f43(g.storage, kernel.size(), m, c);
-  const int64_t least = four && kernel.size() == 3 ? kF43MinChannels3d : kMinChannels;
+  const int64_t least = !four                ? kMinChannels
+                        : kernel.size() == 3 ? kF43MinChannels3d
+                                             : kF43MinChannels2d;
   if (kernel.size() < 2 || kernel.size() > 3 || group != 1 || m < least || c < least ||
       m * c < min_pairs(kernel.size(), narrow_fma(g), four) || m * c > kMaxPairs)
     return false;
@@ -250,8 +252,10 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   // the thread's (MadeRows): in 3D whole depth planes, kept from block to block, so that each is
   // made once as a thread's tiles go down the depth (a block's tiles read n planes and the next
   // tile plane's te of them more; a transposed part makes depth planes two at a time, every
-  // channel together, and the planes read in order ask for each pair twice in a row); in 2D a run
-  // of tile rows' input rows, made for each block (a plane per thread would be the whole part).
+  // channel together, and the planes read in order ask for each pair twice in a row); in 2D a tile
+  // row's n input rows, kept likewise, so that consecutive blocks share the tile row between them
+  // (a plane per thread would be the whole part, and a block's whole run of rows, made for each
+  // block, made every row about three times over).
   std::vector<int64_t> made(static_cast<size_t>(c_), -1);
   int64_t made_channels = 0;
   for (int64_t c = 0; x.upsampled() && c < c_; ++c)
@@ -261,12 +265,12 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
   const int64_t tile_rows = std::min(nr, ceil_div(nr, tw) + 1);
   const int64_t tile_planes = std::min(nr, ceil_div(nr, th * tw) + 1);
   // Slots: 3D, the planes a block reads, a run of k tile planes of a batch item te k + 2 (at most
-  // the item's planes); 2D, a run of tile rows a batch item, reading te rows each and two more.
+  // the item's planes); 2D, the tile rows a block reads, n rows each.
   const int64_t items = std::min({x.batch(), tile_planes, ceil_div(nr, per_item) + 1});
-  const int64_t slot_rows = depth_ ? ih : std::min(ih, tile_rows * te + 2);
+  const int64_t slot_rows = depth_ ? ih : std::min(ih, n);
   const int64_t slots = made_channels == 0 ? 0
                         : depth_           ? std::min(te * tile_planes + 2 * items, items * id)
-                                           : items;
+                                           : tile_rows;
   // Where every thread's slots would take more bytes than X made whole (layers a few planes deep
   // of wide planes, small 2D ones), X is made whole (ConvInput::joined) and read as stored, so
   // that the slots never take more than that.
@@ -318,8 +322,8 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
       }
     };
     // Finds or makes the rows the block's segments read of the made channels: per run of
-    // segments in one batch item and tile plane, rows [y0, y1) of each depth plane it reads (3D:
-    // every row), channel by channel within a plane.
+    // segments in one batch item and tile plane (2D: tile row), rows [y0, y1) of each depth plane
+    // it reads (3D: every row), channel by channel within a plane.
     auto stage = [&]() {
       made_rows.next_block();
       run_rows.assign(segs.size() * static_cast<size_t>(planes_read), nullptr);
@@ -328,11 +332,12 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
       for (size_t first = 0; first < segs.size();) {
         size_t last = first;
         while (last + 1 < segs.size() && segs[last + 1].n == segs[first].n &&
-               segs[last + 1].tz == segs[first].tz)
+               segs[last + 1].tz == segs[first].tz &&
+               (depth_ || segs[last + 1].ty == segs[first].ty))
           ++last;
         const Segment& s = segs[first];
         const int64_t y0 = depth_ ? 0 : std::max<int64_t>(0, te * s.ty - win.pad[1]),
-                      y1 = depth_ ? ih : std::min(ih, te * segs[last].ty - win.pad[1] + n);
+                      y1 = depth_ ? ih : std::min(ih, te * s.ty - win.pad[1] + n);
         for (int64_t a = 0; a < planes_read && y1 > y0; ++a) {
           const int64_t iz = depth_ ? te * s.tz - win.pad[0] + a : s.tz;
           if (iz < 0 || iz >= id) continue;

@@ -51,13 +51,20 @@ class ConvWinograd {
   /// three alternations: AVX-512 12 -> 6 40.4-41.9 / 28.2-30.2, 6 -> 12 42.9-44.2 / 25.0-32.4,
   /// 6 -> 6 21.3-22.1 / 18.2-21.3 (not taken: level on AVX2, 21.9-31.7 / 21.7-31.8); AVX2 12 -> 6
   /// 55.1-64.3 / 42.2-49.0, 6 -> 12 52.6-55.7 / 38.3-42.2; two: AVX-512 18 -> 6 54.4-57.0 /
-  /// 36.7-37.6, 12 -> 12 8.7-10.1 / 4.1-5.4, AVX2 8 -> 8 30.8-44.9 / 23.3-33.0. In 2D at 512^2
-  /// small layers gained nothing (8 -> 8 3.4-6.1 against 4.0-6.6, 8 -> 16 6.4-9.9 against
-  /// 6.1-12.8, both ISAs), so 2D keeps kMinChannels.
+  /// 36.7-37.6, 12 -> 12 8.7-10.1 / 4.1-5.4, AVX2 8 -> 8 30.8-44.9 / 23.3-33.0.
   static constexpr int64_t kF43MinChannels3d = 6;
+  /// M and C at least this in 2D's F(4, 3), from 8 x 16 pairs on rows of narrow_fma (a 2D UNet's
+  /// top level: 8 -> 16, its decoder's 24 -> 8). On Zen 4, fp16 models of one layer at 256^2, one
+  /// thread, 20 runs, three alternations, direct / F(4, 3) ms: AVX-512 24 -> 8 2.23-2.34 /
+  /// 1.42-1.43, 16 -> 8 1.47-1.51 / 1.02-1.04, 8 -> 16 1.49-1.52 / 1.07-1.12, 8 -> 8 0.77-1.04 /
+  /// 0.64; AVX2 24 -> 8 2.36-3.60 / 1.75-3.06, 16 -> 8 1.59-1.63 / 1.32-1.39, 8 -> 16 1.61-1.65 /
+  /// 1.52-1.58, 8 -> 8 0.84-0.86 / 0.89-0.91 (so 8 x 8 stays direct); at 512^2 on AVX-512, 10
+  /// runs, 24 -> 8 9.80-11.78 / 8.46-8.53, 32 -> 8 13.39-14.04 / 10.60-11.12, 16 -> 8 6.34-6.55
+  /// / 4.52-6.17, 8 -> 24 9.02-9.24 / 8.35-8.40, 8 -> 16 5.98-6.19 / 5.78-6.22.
+  static constexpr int64_t kF43MinChannels2d = 8;
   /// The least M x C pairs for a layer of `dims` (2 or 3) spatial axes: 16 x 32 in 3D and 64 x 64
   /// in 2D, or 16 x 16 and 32 x 32 for rows of narrow_fma; in F(4, 3) (`f43`), 32 x 32, or for
-  /// rows of narrow_fma 16 x 16 in 2D and 8 x 8 in 3D (above). F(4, 3) on Zen 4 (narrow), fp16
+  /// rows of narrow_fma 8 x 16 in 2D and 8 x 8 in 3D (above). F(4, 3) on Zen 4 (narrow), fp16
   /// models of one layer at 512^2, one thread, against the direct form: 16 -> 16 10.9-12.0 ms
   /// against 14.2-14.4, 16 -> 32 15.5-20.4 against 29.2-30.2, 24 -> 24 18.1-19.9 against
   /// 30.3-31.3; its 32 x 32 on wide rows is not measured (their direct form is twice as fast, and
