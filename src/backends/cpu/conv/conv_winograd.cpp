@@ -360,9 +360,9 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
         first = last + 1;
       }
     };
-    // The rows of channel c segment k reads (null outside X).
-    // fn(segment, oz, oy, cols, at) for each output row of the block inside Y, in one order
-    // (a head's rows follow it): at, the row's first element in channel 0 of batch item n.
+    // fn(segment, dz, dy, cols, at) for each output row of the block inside Y, always in one
+    // order (a head's rows follow it): (dz, dy) the row within the segment's tiles, `cols` its
+    // values in Y, `at` its first element's offset within an output channel of its batch item.
     auto each_row = [&](auto&& fn) {
       for (const Segment& s : segs)
         for (int64_t dz = 0; dz < (depth_ ? te : 1); ++dz)
@@ -373,6 +373,7 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
                oz * out_plane + oy * ow + te * s.tx);
           }
     };
+    // The rows of channel c segment k reads (null outside X).
     auto rows_of = [&](size_t k, int64_t c) {
       const Segment& s = segs[k];
       const int64_t mc = made[static_cast<size_t>(c)];
