@@ -52,13 +52,14 @@ struct SessionOptions {
   /// 3x3x3 and 3x3 convolutions of stride 1, one group, 16 channels a side or more (at least 16 x
   /// 32 channel pairs, 64 x 64 in 2D; 16 x 16 and 32 x 32 on AVX2 and Zen 4; at most 512 x 1024)
   /// and fp32 products (not bf16 products, not fp16 arithmetic) in Winograd's F(2, 3) form, fp16
-  /// storage's layers of up to 256 x 256 pairs in 2D and 32 x 64 in 3D (from 16 x 16 on AVX2 and
-  /// Zen 4, in 3D from 6 channels a side and 8 x 8 pairs there, 32 x 32 elsewhere) in F(4, 3),
+  /// storage's layers of up to 256 x 256 pairs in 2D and 32 x 64 in 3D (on AVX2 and Zen 4 from 8
+  /// channels a side and 8 x 16 pairs in 2D, 6 and 8 x 8 in 3D; 32 x 32 elsewhere) in F(4, 3),
   /// with bf16 products or fp16 arithmetic too (on fp32 arithmetic, from 16 x 16 pairs in 3D and
   /// 64 x 64 in 2D): at 64 channels and more about twice as fast as the direct form, their
   /// packed weights 2.4 (3D) or 1.8 (2D; F(4, 3) 4 and 8) times as many bytes (fp16 storage: fp32
-  /// ones, but past 256 x 256 pairs, 2D's F(4, 3) 128 x 128). Off: the direct form everywhere (the
-  /// `voxrt` commands: VOXRT_WINOGRAD=0).
+  /// ones, but past 256 x 256 pairs, 2D's F(4, 3) 128 x 128). A fused 1x1 output head after at
+  /// most 32 channels is mixed from the form's rows. Off: the direct form everywhere (the `voxrt`
+  /// commands: VOXRT_WINOGRAD=0).
   bool winograd = true;
   int threads = 1;
   bool profiling = false;
