@@ -1,5 +1,6 @@
 #include "runtime/compile.h"
 
+#include <algorithm>
 #include <exception>
 #include <sstream>
 
@@ -8,6 +9,7 @@
 #include "onnx/importer.h"
 #include "onnx/proto_io.h"
 #include "passes/passes.h"
+#include "runtime/plan.h"
 #include "runtime/thread_pool.h"
 
 namespace voxrt {
@@ -75,6 +77,42 @@ ir::Graph checked(ir::Graph g) {
   return g;
 }
 
+// Each value's shape for the inputs' expected shapes (CompileOptions::input_shapes), inferred
+// through the reference ops before lowering; empty where none are given.
+std::vector<Shape> expected_shapes(const CompiledModel& m,
+                                   const std::vector<std::pair<std::string, Shape>>& given) {
+  if (given.empty()) return {};
+  const ir::Graph& g = m.graph;
+  std::vector<Shape> inputs(g.inputs.size());
+  std::vector<char> set(g.inputs.size(), 0);
+  for (const auto& [name, shape] : given) {
+    size_t i = 0;
+    while (i < g.inputs.size() &&
+           !(name.empty() ? g.inputs.size() == 1
+                          : g.values[static_cast<size_t>(g.inputs[i])].name == name))
+      ++i;
+    if (i == g.inputs.size())
+      throw Error("model '" + g.model_name + "': an expected shape " + shape_str(shape) +
+                  " is given for " +
+                  (name.empty() ? std::string("an unnamed input, but the model has ") +
+                                      std::to_string(g.inputs.size()) + " inputs"
+                                : "'" + name + "', which is not an input"));
+    inputs[i] = shape;
+    set[i] = 1;
+  }
+  // Inputs not named take their declared shape where it has no symbolic dims.
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    if (set[i]) continue;
+    const ir::Value& v = g.values[static_cast<size_t>(g.inputs[i])];
+    if (!v.dims ||
+        std::any_of(v.dims->begin(), v.dims->end(), [](const ir::Dim& d) { return !d.known(); }))
+      throw Error("model '" + g.model_name + "': no expected shape is given for input '" + v.name +
+                  "', whose declared shape has symbolic dims");
+    for (const ir::Dim& d : *v.dims) inputs[i].push_back(d.value);
+  }
+  return make_plan(m, inputs).shapes;
+}
+
 }  // namespace
 
 ir::Graph import_checked(const void* bytes, size_t size, const std::string& model_name,
@@ -118,9 +156,14 @@ CompiledModel compile_graph(ir::Graph graph, const CompileOptions& options) {
   m.ops = build_ops(m.graph);
   if (options.cpu_kernels) {
     const cpu::Isa isa = cpu::max_isa();
+    const std::vector<Shape> shapes = expected_shapes(m, options.input_shapes);
     auto lower = [&](size_t k) {
-      m.ops[k] = cpu::CpuRegistry::instance().lower(m.graph.nodes[k], m.graph, std::move(m.ops[k]),
-                                                    isa, options.fpmath, options.winograd);
+      const ir::Node& n = m.graph.nodes[k];
+      const Shape* out = !shapes.empty() && !n.outputs.empty() && n.outputs[0] >= 0
+                             ? &shapes[static_cast<size_t>(n.outputs[0])]
+                             : nullptr;
+      m.ops[k] = cpu::CpuRegistry::instance().lower(n, m.graph, std::move(m.ops[k]), isa,
+                                                    options.fpmath, options.winograd, out);
     };
     if (options.pool && options.pool->size() > 1) {
       // Lowerings read the graph and write only their own node's op; packing a layer's weights

@@ -26,6 +26,9 @@ struct CompileOptions {
   bool cpu_kernels = true;         // lower nodes to optimized CPU kernels where one applies
   FpMath fpmath = FpMath::strict;  // arithmetic the CPU kernels may use
   bool winograd = true;            // convolutions may take Winograd's form (SessionOptions)
+  /// The inputs' expected shapes (SessionOptions::input_shapes): lowerings see their nodes'
+  /// output shapes for them. Empty: none.
+  std::vector<std::pair<std::string, Shape>> input_shapes;
   /// Lowers (and so packs the weights of) several nodes at once on this pool's threads; null:
   /// the calling thread alone, node by node.
   ThreadPool* pool = nullptr;

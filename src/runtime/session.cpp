@@ -63,6 +63,7 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   co.cpu_kernels = opt.backend == Backend::cpu;
   co.fpmath = opt.fpmath;
   co.winograd = opt.winograd;
+  co.input_shapes = opt.input_shapes;
   pool = std::make_unique<ThreadPool>(opt.threads);
   co.pool = pool.get();
   model = compile(co);

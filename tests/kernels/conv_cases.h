@@ -303,7 +303,10 @@ inline void PrintTo(const Path& p, std::ostream* os) {
 // Lowers the case on `path`, runs it on `pool` (may be null), and compares with the reference.
 // Rows with bf16 products are held to the fp32 (or fp16 storage) bound against the reference
 // run on bf16-rounded X and W, and to the reduced-precision bound against the exact reference.
-inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937& rng) {
+// `output_shape`: the expected output shape the lowering is told (SessionOptions::input_shapes),
+// or null.
+inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::mt19937& rng,
+                  const Shape* output_shape = nullptr) {
   Built b;
   ASSERT_TRUE(build(c, t, rng, b)) << "invalid test case: " << c.str();
   const ir::Node& n = b.graph.nodes[0];
@@ -352,8 +355,9 @@ inline void check(const ConvCase& c, DType t, Path path, ThreadPool* pool, std::
   if (c.x_from >= 0) fast_in[0] = &b.x_wide;
   if (c.residual_from >= 0) fast_in[3] = &b.residual_wide;
 
-  std::unique_ptr<Op> fast = CpuRegistry::instance().lower(
-      n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa, path.fpmath);
+  std::unique_ptr<Op> fast =
+      CpuRegistry::instance().lower(n, b.graph, OpRegistry::instance().create(n, b.graph), path.isa,
+                                    path.fpmath, true, output_shape);
   int64_t group = c.attrs.count("group") ? c.attrs.at("group").i : 1;
   const bool conv = c.op == "Conv" || c.op == "FusedConv";
   // One input channel a group at width stride > 1 keeps fp32 products, except at stride 2

@@ -23,19 +23,22 @@
 namespace voxrt::cpu::conv_cases {
 namespace {
 
-// The op the lowering makes of `c` in dtype t on `path` (null for an invalid case).
-std::unique_ptr<Op> lowered(const ConvCase& c, DType t, Path path, bool winograd = true) {
+// The op the lowering makes of `c` in dtype t on `path` (null for an invalid case), told the
+// expected output shape where `output_shape` is given.
+std::unique_ptr<Op> lowered(const ConvCase& c, DType t, Path path, bool winograd = true,
+                            const Shape* output_shape = nullptr) {
   Built b;
   std::mt19937 rng(1);
   if (!build(c, t, rng, b)) return nullptr;
   const ir::Node& n = b.graph.nodes[0];
   return CpuRegistry::instance().lower(n, b.graph, OpRegistry::instance().create(n, b.graph),
-                                       path.isa, path.fpmath, winograd);
+                                       path.isa, path.fpmath, winograd, output_shape);
 }
 
 // The kernel the lowering picks for `c` in dtype t on `path`.
-std::string lowered_kernel(const ConvCase& c, DType t, Path path, bool winograd = true) {
-  const std::unique_ptr<Op> op = lowered(c, t, path, winograd);
+std::string lowered_kernel(const ConvCase& c, DType t, Path path, bool winograd = true,
+                           const Shape* output_shape = nullptr) {
+  const std::unique_ptr<Op> op = lowered(c, t, path, winograd, output_shape);
   return op ? op->kernel_name() : "invalid case";
 }
 
@@ -197,6 +200,40 @@ TEST_P(ConvLoweringTest, WinogradKeepsDeepLayersWeightsInFp16) {
         EXPECT_LT(after, before * 6 / 10) << c.str();
     }
     check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng);
+  }
+}
+
+// fp16 storage's 3D layers past 32 x 64 pairs (up to 64 x 128) take F(4, 3) where the lowering
+// is told an expected output at least twice its transformed weights' bytes, F(2, 3) without one
+// or for a small one; fp32 stays in F(2, 3) either way. Within the fp16 bound of the reference,
+// with more output channels than a chunk.
+TEST_P(ConvLoweringTest, WinogradWideF43ForLargeExpectedOutputs) {
+  ThreadPool pool(2);
+  std::mt19937 rng(45);
+  std::vector<ConvCase> cases;
+  add_case(cases, "Conv", {1, 64, 5, 6, 7}, {64, 64, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
+  add_case(cases, "FusedConv", {1, 128, 6, 5, 4}, {64, 128, 3, 3, 3})
+      .ints("pads", {1, 1, 1, 1, 1, 1})
+      .residual = true;
+  add_case(cases, "Conv", {1, 128, 4, 4, 4}, {128, 128, 3, 3, 3}).ints("pads", {1, 1, 1, 1, 1, 1});
+  int k = 0;
+  for (const ConvCase& c : cases) {
+    const int64_t pairs = c.w[0] * c.w[1];
+    // At least 2 x 864 bytes a pair in fp16 outputs of M channels: 864 pairs' worth of voxels.
+    const Shape big = {1, c.w[0], 24, 24, pairs * 864 / (c.w[0] * 24 * 24) + 1};
+    const Shape small = {1, c.w[0], 12, 12, 12};
+    const std::string plain = lowered_kernel(c, DType::f16, GetParam());
+    const std::string told = lowered_kernel(c, DType::f16, GetParam(), true, &big);
+    const std::string told_small = lowered_kernel(c, DType::f16, GetParam(), true, &small);
+    // Rows of faster products (bf16 pairs, fp16 arithmetic) run these layers direct untold, and
+    // told take F(4, 3) on the fp32-arithmetic row, as every row does.
+    EXPECT_EQ(plain.find("_f43"), std::string::npos) << c.str() << ": " << plain;
+    EXPECT_EQ(told_small.find("_f43"), std::string::npos) << c.str() << ": " << told_small;
+    EXPECT_EQ(told.find("_f43") != std::string::npos, pairs <= ConvWinograd::kF43MaxPairs3dWide)
+        << c.str() << ": " << told;
+    EXPECT_EQ(lowered_kernel(c, DType::f32, GetParam(), true, &big).find("_f43"), std::string::npos)
+        << c.str();
+    check(c, DType::f16, GetParam(), ++k % 2 ? &pool : nullptr, rng, &big);
   }
 }
 

@@ -194,6 +194,87 @@ TEST(Session, RejectsWrongInputs) {
   EXPECT_THROW(s.run({}), Error);
 }
 
+// SessionOptions::input_shapes: kernels chosen for the inputs' expected shapes. An fp16 3x3x3
+// layer of 64 x 64 channel pairs takes Winograd's F(4, 3) (its transformed weights, 864 bytes a
+// pair, more than F(2, 3)'s or the direct form's) where its expected output takes at least
+// twice those bytes, not for a small expected output nor untold; the Session still runs any
+// shape, within the fp16 bound of the reference. Names that are no input, a missing name where
+// the model has several inputs, and shapes the model refuses are Errors at creation.
+TEST(Session, ChoosesKernelsForExpectedInputShapes) {
+  ModelBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT,
+          {std::string("N"), int64_t{64}, std::string("D"), std::string("H"), std::string("W")});
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> w(64 * 64 * 27), bias(64);
+  for (float& v : w) v = normal(rng);
+  for (float& v : bias) v = normal(rng);
+  b.initializer("w", {64, 64, 3, 3, 3}, w);
+  b.initializer("b", {64}, bias);
+  auto& conv = b.node("Conv", {"x", "w", "b"}, {"y"});
+  ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1, 1, 1});
+  b.output("y", onnx::TensorProto::FLOAT);
+  auto open = [&](std::vector<std::pair<std::string, Shape>> shapes, Backend backend) {
+    SessionOptions o;
+    o.precision = Precision::fp16;
+    o.backend = backend;
+    o.input_shapes = std::move(shapes);
+    return b.session(o);
+  };
+  Session untold = open({}, Backend::cpu);
+  Session big = open({{"x", {1, 64, 40, 40, 40}}}, Backend::cpu);  // 8 MB of fp16 output
+  Session small = open({{"", {1, 64, 8, 8, 8}}}, Backend::cpu);    // the only input, unnamed
+  EXPECT_GT(big.summary().weight_bytes, untold.summary().weight_bytes + (2 << 20));
+  EXPECT_EQ(small.summary().weight_bytes, untold.summary().weight_bytes);
+  Session ref = open({}, Backend::reference);
+  Tensor x = Tensor::empty(DType::f32, {1, 64, 5, 6, 7});
+  std::normal_distribution<float> unit(0.0f, 1.0f);
+  for (int64_t i = 0; i < x.numel(); ++i) static_cast<float*>(x.raw())[i] = unit(rng);
+  const Tensor want = ref.run({{"x", x}})[0];
+  for (Session* s : {&untold, &big, &small}) {
+    const Tensor got = s->run({{"x", x}})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double g = static_cast<const float*>(got.raw())[i],
+                   r = static_cast<const float*>(want.raw())[i];
+      num += (g - r) * (g - r);
+      den += r * r;
+    }
+    EXPECT_LT(std::sqrt(num / den), 1e-2);
+  }
+  auto error_of = [&](std::vector<std::pair<std::string, Shape>> shapes) {
+    try {
+      open(std::move(shapes), Backend::cpu);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of({{"nope", {1, 64, 8, 8, 8}}}).find("'nope', which is not an input"),
+            std::string::npos)
+      << error_of({{"nope", {1, 64, 8, 8, 8}}});
+  EXPECT_NE(error_of({{"x", {1, 32, 8, 8, 8}}}).find("tensor 'x'"), std::string::npos)
+      << error_of({{"x", {1, 32, 8, 8, 8}}});
+  ModelBuilder two(17);
+  two.input("a", onnx::TensorProto::FLOAT, {std::string("N"), int64_t{3}});
+  two.input("b", onnx::TensorProto::FLOAT, {std::string("N"), int64_t{3}});
+  two.node("Add", {"a", "b"}, {"c"});
+  two.output("c", onnx::TensorProto::FLOAT);
+  SessionOptions o;
+  o.input_shapes = {{"", {2, 3}}};
+  EXPECT_THROW(two.session(o), Error);
+  o.input_shapes = {{"a", {2, 3}}};  // b's declared shape has a symbolic dim
+  try {
+    two.session(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'b'"), std::string::npos) << e.what();
+  }
+  o.input_shapes = {{"a", {2, 3}}, {"b", {2, 3}}};
+  EXPECT_NO_THROW(two.session(o));
+}
+
 // onnxconverter_common's default block list keeps both decoder Resizes of unet3d_resize in
 // float32 between Casts; voxrt runs those islands in fp16, so the file compiles to the graph of
 // a whole conversion (the fp32 file with Precision::fp16: Resize included, fp32 at the edges)

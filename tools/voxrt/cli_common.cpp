@@ -17,15 +17,27 @@
 namespace voxrt::cli {
 
 std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Session& s) {
+  std::pair<std::string, Shape> out = parse_shape_arg(arg);
+  if (out.first.empty()) {
+    if (s.inputs().size() != 1)
+      throw Error("--shape '" + arg + "' needs a name: the model has several inputs");
+    out.first = s.inputs()[0].name;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, Shape>> expected_shapes(const std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, Shape>> out;
+  for (const std::string& a : args) out.push_back(parse_shape_arg(a));
+  return out;
+}
+
+std::pair<std::string, Shape> parse_shape_arg(const std::string& arg) {
   std::string name, dims = arg;
   size_t eq = arg.rfind('=');
   if (eq != std::string::npos) {
     name = arg.substr(0, eq);
     dims = arg.substr(eq + 1);
-  } else {
-    if (s.inputs().size() != 1)
-      throw Error("--shape '" + arg + "' needs a name: the model has several inputs");
-    name = s.inputs()[0].name;
   }
   Shape shape;
   size_t pos = 0;

@@ -11,6 +11,10 @@ namespace voxrt::cli {
 
 /// "input=1x1x96x96x96" or "1x1x96x96x96" (the only input) into (name, shape).
 std::pair<std::string, Shape> parse_shape_arg(const std::string& arg, const Session& s);
+/// The same before a Session exists: an empty name where the argument gives none.
+std::pair<std::string, Shape> parse_shape_arg(const std::string& arg);
+/// --shape arguments as SessionOptions::input_shapes (kernels chosen for them).
+std::vector<std::pair<std::string, Shape>> expected_shapes(const std::vector<std::string>& args);
 /// Shapes for every input: given ones, else the declared shape with symbolic dims set to 1
 /// (those inputs' names are added to `defaulted` when given).
 std::vector<std::pair<std::string, Shape>> resolve_shapes(

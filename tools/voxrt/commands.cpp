@@ -144,6 +144,7 @@ int cmd_bench(const std::string& model, const std::vector<std::string>& shapes,
   apply_precision(precision, opt);
   opt.threads = threads;
   opt.profiling = !profile_path.empty();
+  opt.input_shapes = expected_shapes(shapes);  // kernels chosen for the shapes timed
   using clock = std::chrono::steady_clock;
   auto ms_since = [](clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();

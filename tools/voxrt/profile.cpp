@@ -138,6 +138,7 @@ PrecisionProfile profile_precision(const std::string& model, const std::vector<s
   apply_precision(precision, opt);
   opt.threads = threads;
   opt.profiling = true;
+  opt.input_shapes = expected_shapes(shapes);  // kernels chosen for the shapes profiled
   Session s(model, opt);
   std::vector<NamedTensor> in;
   if (inputs.empty()) {

@@ -73,21 +73,21 @@ bool accept(const LowerContext& ctx, Accepted& a) {
 // take the same rule (not measured: no such CPU yet). F(2, 3) does not beat such products: with
 // bf16 products allowed, taking the fp32 rows' F(2, 3) instead where it beats them (64 x 64 channel
 // pairs and more) made nnU-Net's fp16 model at 128^3 on two threads 2-4% faster (1466-1502 ->
-// 1428-1449 ms, Zen 5) for 41 MiB more weights, and was not kept.
+// 1428-1449 ms, Zen 5) for 41 MiB more weights, and was not kept. `wide`: ConvWinograd::f43's.
 const GemmKernel* winograd_row(Isa isa, DType t, FpMath fpmath, const std::vector<int64_t>& kernel,
                                const std::vector<int64_t>& strides,
                                const std::vector<int64_t>& dilations, int64_t group, int64_t m,
-                               int64_t c) {
+                               int64_t c, bool wide) {
   if (group < 1) return nullptr;
   const GemmKernel* row = find_gemm_kernel(isa, t, m / group, fpmath == FpMath::bf16);
   if (!row) return nullptr;
-  if (ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row)) return row;
+  if (ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row, wide)) return row;
   if (row->a_panel == PanelType::f32 && row->k_carry == 0) return nullptr;  // fp32 products
   // The best row of fp32 products: below AVX512-FP16, without bf16 pairs.
   const GemmKernel* f32 = find_gemm_kernel(std::min(isa, Isa::avx512bf16), t, m / group, false);
-  return f32 && ConvWinograd::f43(t, kernel.size(), m, c) &&
+  return f32 && ConvWinograd::f43(t, kernel.size(), m, c, wide) &&
                  m * c >= ConvWinograd::min_pairs_over_fast(kernel.size()) &&
-                 ConvWinograd::applies(kernel, strides, dilations, group, m, c, *f32)
+                 ConvWinograd::applies(kernel, strides, dilations, group, m, c, *f32, wide)
              ? f32
              : nullptr;
 }
@@ -274,12 +274,22 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   const DType yt = ctx.output_dtype(0);
   const bool winograd_fits = (head.channels == 0 || m <= ConvWinograd::kMaxHeadChannels) &&
                              (yt == a.w->dtype() || yt == DType::f32) && ctx.winograd;
+  // fp16 storage's 3D layers past kF43MaxPairs3d take F(4, 3) too where their expected output
+  // (SessionOptions::input_shapes) outweighs its transformed weights (216 fp32 values a pair).
+  bool wide = false;
+  if (ctx.output_shape && a.w->rank() == 5 && ctx.output_shape->size() == 5 &&
+      (*ctx.output_shape)[1] > 0) {
+    const int64_t out_bytes = shape_numel(*ctx.output_shape) / (*ctx.output_shape)[1] * m *
+                              static_cast<int64_t>(dtype_size(a.w->dtype()));
+    wide = out_bytes >= ConvWinograd::kWideOutputOverWeights * m * a.w->dim(1) * 216 *
+                            static_cast<int64_t>(sizeof(float));
+  }
   const GemmKernel* row =
       winograd_fits ? winograd_row(ctx.isa, a.w->dtype(), ctx.fpmath, spatial(a.w->shape()),
-                                   attrs.strides, attrs.dilations, a.group, m, a.w->dim(1))
+                                   attrs.strides, attrs.dilations, a.group, m, a.w->dim(1), wide)
                     : nullptr;
   std::unique_ptr<ConvWinograd> wino =
-      row ? std::make_unique<ConvWinograd>(*row, ctx.isa, *a.w, a.bias, e, std::move(head))
+      row ? std::make_unique<ConvWinograd>(*row, ctx.isa, *a.w, a.bias, e, std::move(head), wide)
           : nullptr;
   auto conv =
       row ? nullptr

@@ -53,6 +53,9 @@ struct LowerContext {
   Isa isa;
   FpMath fpmath;  // bf16: Conv and ConvTranspose may use the bf16 dot-product gemm rows
   bool winograd = true;  // Conv may take Winograd's form (SessionOptions::winograd)
+  /// The node's first output's shape for the inputs' expected shapes
+  /// (SessionOptions::input_shapes), or null where none were given.
+  const Shape* output_shape = nullptr;
   const Tensor* constant_input(int i) const {
     return node.has_input(i) ? graph.constant(node.inputs[static_cast<size_t>(i)]) : nullptr;
   }
@@ -74,7 +77,8 @@ class CpuRegistry {
   void add(const std::string& op_type, Lowering lowering);
   /// The optimized op for this node, or `ref` itself when no lowering accepts it.
   std::unique_ptr<Op> lower(const ir::Node& node, const ir::Graph& graph, std::unique_ptr<Op> ref,
-                            Isa isa, FpMath fpmath = FpMath::strict, bool winograd = true) const;
+                            Isa isa, FpMath fpmath = FpMath::strict, bool winograd = true,
+                            const Shape* output_shape = nullptr) const;
 
  private:
   std::multimap<std::string, Lowering> lowerings_;

@@ -33,11 +33,11 @@ void CpuRegistry::add(const std::string& op_type, Lowering lowering) {
 
 std::unique_ptr<Op> CpuRegistry::lower(const ir::Node& node, const ir::Graph& graph,
                                        std::unique_ptr<Op> ref, Isa isa, FpMath fpmath,
-                                       bool winograd) const {
+                                       bool winograd, const Shape* output_shape) const {
   std::string key = node.domain == kInternalDomain
                         ? std::string(kInternalDomain) + "." + node.op_type
                         : node.op_type;
-  LowerContext ctx{node, graph, isa, fpmath, winograd};
+  LowerContext ctx{node, graph, isa, fpmath, winograd, output_shape};
   auto [begin, end] = lowerings_.equal_range(key);
   for (auto it = begin; it != end; ++it)
     if (std::unique_ptr<Op> op = it->second(ctx, ref)) return op;

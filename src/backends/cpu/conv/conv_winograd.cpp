@@ -105,8 +105,8 @@ bool ConvWinograd::narrow_fma(const GemmKernel& g) {
 
 bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
-                           int64_t c, const GemmKernel& g) {
-  const bool four = f43(g.storage, kernel.size(), m, c);
+                           int64_t c, const GemmKernel& g, bool wide) {
+  const bool four = f43(g.storage, kernel.size(), m, c, wide);
   const int64_t least = !four                ? kMinChannels
                         : kernel.size() == 3 ? kF43MinChannels3d
                                              : kF43MinChannels2d;
@@ -122,13 +122,13 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
 }
 
 ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias,
-                           ConvEpilogue e, ConvHead head)
+                           ConvEpilogue e, ConvHead head, bool wide)
     : g_(g),
       k_(*winograd_kernels(g.storage, std::min(isa, runs_on(g)))),
       m_(w.dim(0)),
       c_(w.dim(1)),
       depth_(w.rank() == 5),
-      f43_(f43(g.storage, static_cast<size_t>(w.rank() - 2), w.dim(0), w.dim(1))),
+      f43_(f43(g.storage, static_cast<size_t>(w.rank() - 2), w.dim(0), w.dim(1), wide)),
       tile_(f43_ ? 4 : 2),
       positions_((depth_ ? tile_ + 2 : 1) * (tile_ + 2) * (tile_ + 2)),
       e_(std::move(e)),

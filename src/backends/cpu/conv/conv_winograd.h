@@ -26,10 +26,11 @@ class ConvWinograd {
   /// Whether a convolution runs here: kernel 3 along its two or three spatial axes, strides and
   /// dilations 1, one group, M output and C input channels as below, and a row `g` of fp32
   /// panels (fp32 products: not bf16 pairs nor fp16 arithmetic) with a winograd kernel of its
-  /// storage at its ISA. `kernel`, `strides` and `dilations` are the node's (spatial axes).
+  /// storage at its ISA. `kernel`, `strides` and `dilations` are the node's (spatial axes);
+  /// `wide`: 3D's F(4, 3) up to kF43MaxPairs3dWide (f43).
   static bool applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                       const std::vector<int64_t>& dilations, int64_t group, int64_t m, int64_t c,
-                      const GemmKernel& g);
+                      const GemmKernel& g, bool wide = false);
   /// M and C at least kMinChannels and M x C from min_pairs to kMaxPairs. The transforms' share
   /// of the work grows as the channels shrink, and where the row's multiply-adds are few a cycle
   /// (narrow_fma) the products they save weigh more. On the Zen 5 VM (512-bit multiply-adds at
@@ -121,8 +122,11 @@ class ConvWinograd {
   /// 78.4-84.8 / 44.9-57.2, 16 -> 32 132.6-146.0 / 77.0-88.0, 32 -> 32 225.2-232.8 / 127.0-137.6
   /// (fp32 294.5), 64 -> 64 at 48^3 105.2-116.5 / 64.8-80.5 (fp32 121.0), 128 -> 128 at 24^3
   /// 47.3-57.0 / 29.4-35.0; nnU-Net 2d's fp16 model at 512^2 843-906 -> 686-777 ms (fp32 867-950).
-  static bool f43(DType storage, size_t dims, int64_t m, int64_t c) {
-    return storage == DType::f16 && m * c <= (dims == 2 ? kF43MaxPairs : kF43MaxPairs3d);
+  /// `wide`: in 3D up to kF43MaxPairs3dWide, not kF43MaxPairs3d.
+  static bool f43(DType storage, size_t dims, int64_t m, int64_t c, bool wide = false) {
+    return storage == DType::f16 && m * c <= (dims == 2 ? kF43MaxPairs
+                                              : wide    ? kF43MaxPairs3dWide
+                                                        : kF43MaxPairs3d);
   }
   /// The most pairs in F(4, 3) in 2D: 256 x 256. Past it (nnU-Net 2d's 512-channel layers) F(2, 3)
   /// with fp16-kept weights: F(4, 3)'s kept in fp16 took 135 MiB more of nnU-Net 2d's fp16 model
@@ -138,6 +142,17 @@ class ConvWinograd {
   /// again moved nothing measurable (32 -> 32 at 96^3 143-180 ms against 147-165, unet3d_bn's peak
   /// 49.2 -> 48.9 MiB).
   static constexpr int64_t kF43MaxPairs3d = 32 * 64;
+  /// The most pairs in F(4, 3) in 3D where the layer's expected output (SessionOptions::
+  /// input_shapes) takes at least kWideOutputOverWeights times its transformed weights' bytes
+  /// (f43's `wide`, conv_lowering.cpp): 64 x 128. Up to it the 64-channel layers of nnU-Net 3d
+  /// (at 64^3 in a 128^3 patch) gain; unet3d_monai's, at 12^3 in its 96^3 input, would only take
+  /// memory. nnU-Net 3d's fp16 model at 128^3, one thread, `--runs 3 --warmup 1`, two
+  /// alternations, with the cap moved for every layer: 32 x 64 3576-4207 ms, peak RSS 486.6-486.9
+  /// MiB; 64 x 64 3383-3579, 491.5; 64 x 128 3154-3624, 493.0; 128 x 128 3268-3745, 512.1; two
+  /// threads, 32 x 64 / 64 x 128, 1971-1989 / 1872-1948 ms. unet3d_monai's fp16 model at 96^3 with
+  /// 64 x 64 or 64 x 128 for every layer: 33.5 MiB against 29.9 (fp32 41.5), time level.
+  static constexpr int64_t kF43MaxPairs3dWide = 64 * 128;
+  static constexpr int64_t kWideOutputOverWeights = 2;
   /// Whether row g's multiply-adds are few a cycle against its loads, stores and shuffles: rows
   /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
   /// (CpuFeatures::avx512_split: Zen 4).
@@ -147,8 +162,9 @@ class ConvWinograd {
   static constexpr int64_t kMaxHeadChannels = 32;
   /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null; `head` a 1x1 convolution
   /// after the epilogue (M at most kMaxHeadChannels), or none.
+  /// `wide`: 3D's F(4, 3) up to kF43MaxPairs3dWide (f43).
   ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e,
-               ConvHead head = {});
+               ConvHead head = {}, bool wide = false);
   /// y = act(conv(x) + bias + residual) (the residual after the activation where the epilogue
   /// says so), or with a head y = head(that): y of the storage dtype, or fp32 (a fused output
   /// Cast of fp16 storage). X's parts made where they are read (upsampled, or a transposed
