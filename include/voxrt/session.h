@@ -62,12 +62,13 @@ struct SessionOptions {
   /// commands: VOXRT_WINOGRAD=0).
   bool winograd = true;
   /// The shapes the inputs will have, where they are known when the Session is created (a sliding
-  /// window's patch; `voxrt bench --shape`): kernels are then chosen for them where a choice
-  /// weighs a layer's packed weights against its activations (fp16 storage's 3D layers of 32 x 64
-  /// to 64 x 128 channel pairs take Winograd's F(4, 3), whose transformed weights take 864 bytes a
-  /// pair, where their output takes at least twice those bytes). Empty: kernels for any shape. The
-  /// Session runs inputs of any shape either way. A name may be empty where the model has one
-  /// input; a name that is no input, or a shape that does not fit the model, is an Error.
+  /// window's patch, `voxrt segment --patch`; `voxrt bench --shape`): kernels are then chosen for
+  /// them where a choice weighs a layer's packed weights against its activations (fp16 storage's 3D
+  /// layers of 32 x 64 to 64 x 128 channel pairs take Winograd's F(4, 3), whose transformed weights
+  /// take 864 bytes a pair, where their output takes at least twice those bytes). Empty: the
+  /// inputs' declared shapes where none has a symbolic dim, else kernels for any shape. The Session
+  /// runs inputs of any shape either way. A name may be empty where the model has one input; a name
+  /// that is no input, or a shape that does not fit the model, is an Error.
   std::vector<std::pair<std::string, Shape>> input_shapes;
   int threads = 1;
   bool profiling = false;

@@ -78,11 +78,28 @@ ir::Graph checked(ir::Graph g) {
 }
 
 // Each value's shape for the inputs' expected shapes (CompileOptions::input_shapes), inferred
-// through the reference ops before lowering; empty where none are given.
+// through the reference ops before lowering. None given: the inputs' declared shapes where none
+// has a symbolic dim (a model exported without dynamic axes), else empty, as where the declared
+// shapes do not fit the model (then the kernels are chosen for any shape, as before).
 std::vector<Shape> expected_shapes(const CompiledModel& m,
                                    const std::vector<std::pair<std::string, Shape>>& given) {
-  if (given.empty()) return {};
   const ir::Graph& g = m.graph;
+  if (given.empty()) {
+    std::vector<Shape> declared;
+    for (int v : g.inputs) {
+      const ir::Value& value = g.values[static_cast<size_t>(v)];
+      if (!value.dims || std::any_of(value.dims->begin(), value.dims->end(),
+                                     [](const ir::Dim& d) { return !d.known(); }))
+        return {};
+      declared.emplace_back();
+      for (const ir::Dim& d : *value.dims) declared.back().push_back(d.value);
+    }
+    try {
+      return make_plan(m, declared).shapes;
+    } catch (const Error&) {
+      return {};
+    }
+  }
   std::vector<Shape> inputs(g.inputs.size());
   std::vector<char> set(g.inputs.size(), 0);
   for (const auto& [name, shape] : given) {

@@ -197,41 +197,56 @@ TEST(Session, RejectsWrongInputs) {
 // SessionOptions::input_shapes: kernels chosen for the inputs' expected shapes. An fp16 3x3x3
 // layer of 64 x 64 channel pairs takes Winograd's F(4, 3) (its transformed weights, 864 bytes a
 // pair, more than F(2, 3)'s or the direct form's) where its expected output takes at least
-// twice those bytes, not for a small expected output nor untold; the Session still runs any
-// shape, within the fp16 bound of the reference. Names that are no input, a missing name where
-// the model has several inputs, and shapes the model refuses are Errors at creation.
+// twice those bytes, not for a small expected output nor untold; a model whose input declares
+// no symbolic dim is told its declared shape. The Session still runs any shape, within the fp16
+// bound of the reference. Names that are no input, a missing name where the model has several
+// inputs, and shapes the model refuses are Errors at creation.
 TEST(Session, ChoosesKernelsForExpectedInputShapes) {
-  ModelBuilder b(17);
-  b.input("x", onnx::TensorProto::FLOAT,
-          {std::string("N"), int64_t{64}, std::string("D"), std::string("H"), std::string("W")});
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 0.05f);
-  std::vector<float> w(64 * 64 * 27), bias(64);
-  for (float& v : w) v = normal(rng);
-  for (float& v : bias) v = normal(rng);
-  b.initializer("w", {64, 64, 3, 3, 3}, w);
-  b.initializer("b", {64}, bias);
-  auto& conv = b.node("Conv", {"x", "w", "b"}, {"y"});
-  ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1, 1, 1});
-  b.output("y", onnx::TensorProto::FLOAT);
-  auto open = [&](std::vector<std::pair<std::string, Shape>> shapes, Backend backend) {
+  const auto conv_model = [](std::vector<ModelBuilder::DimSpec> dims) {
+    ModelBuilder b(17);
+    b.input("x", onnx::TensorProto::FLOAT, dims);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<float> w(64 * 64 * 27), bias(64);
+    for (float& v : w) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    b.initializer("w", {64, 64, 3, 3, 3}, w);
+    b.initializer("b", {64}, bias);
+    auto& conv = b.node("Conv", {"x", "w", "b"}, {"y"});
+    ModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1, 1, 1});
+    b.output("y", onnx::TensorProto::FLOAT);
+    return b;
+  };
+  const ModelBuilder dynamic = conv_model(
+      {std::string("N"), int64_t{64}, std::string("D"), std::string("H"), std::string("W")});
+  const ModelBuilder fixed =
+      conv_model({int64_t{1}, int64_t{64}, int64_t{40}, int64_t{40}, int64_t{40}});
+  const ModelBuilder fixed_small =
+      conv_model({int64_t{1}, int64_t{64}, int64_t{8}, int64_t{8}, int64_t{8}});
+  auto open = [](const ModelBuilder& model, std::vector<std::pair<std::string, Shape>> shapes,
+                 Backend backend = Backend::cpu) {
     SessionOptions o;
     o.precision = Precision::fp16;
     o.backend = backend;
     o.input_shapes = std::move(shapes);
-    return b.session(o);
+    return model.session(o);
   };
-  Session untold = open({}, Backend::cpu);
-  Session big = open({{"x", {1, 64, 40, 40, 40}}}, Backend::cpu);  // 8 MB of fp16 output
-  Session small = open({{"", {1, 64, 8, 8, 8}}}, Backend::cpu);    // the only input, unnamed
+  Session untold = open(dynamic, {});
+  Session big = open(dynamic, {{"x", {1, 64, 40, 40, 40}}});  // 8 MB of fp16 output
+  Session small = open(dynamic, {{"", {1, 64, 8, 8, 8}}});    // the only input, unnamed
+  Session declared = open(fixed, {});
+  Session declared_small = open(fixed_small, {});
   EXPECT_GT(big.summary().weight_bytes, untold.summary().weight_bytes + (2 << 20));
   EXPECT_EQ(small.summary().weight_bytes, untold.summary().weight_bytes);
-  Session ref = open({}, Backend::reference);
+  EXPECT_EQ(declared.summary().weight_bytes, big.summary().weight_bytes);
+  EXPECT_EQ(declared_small.summary().weight_bytes, untold.summary().weight_bytes);
+  Session ref = open(dynamic, {}, Backend::reference);
+  std::mt19937 rng(8);
   Tensor x = Tensor::empty(DType::f32, {1, 64, 5, 6, 7});
   std::normal_distribution<float> unit(0.0f, 1.0f);
   for (int64_t i = 0; i < x.numel(); ++i) static_cast<float*>(x.raw())[i] = unit(rng);
   const Tensor want = ref.run({{"x", x}})[0];
-  for (Session* s : {&untold, &big, &small}) {
+  for (Session* s : {&untold, &big, &small}) {  // any shape: 5x6x7 here
     const Tensor got = s->run({{"x", x}})[0];
     ASSERT_EQ(got.shape(), want.shape());
     double num = 0, den = 0;
@@ -245,7 +260,7 @@ TEST(Session, ChoosesKernelsForExpectedInputShapes) {
   }
   auto error_of = [&](std::vector<std::pair<std::string, Shape>> shapes) {
     try {
-      open(std::move(shapes), Backend::cpu);
+      open(dynamic, std::move(shapes));
     } catch (const Error& e) {
       return std::string(e.what());
     }
