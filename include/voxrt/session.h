@@ -67,8 +67,9 @@ struct SessionOptions {
   /// layers of 32 x 64 to 64 x 128 channel pairs take Winograd's F(4, 3), whose transformed weights
   /// take 864 bytes a pair, where their output takes at least twice those bytes). Empty: the
   /// inputs' declared shapes where none has a symbolic dim, else kernels for any shape. The Session
-  /// runs inputs of any shape either way. A name may be empty where the model has one input; a name
-  /// that is no input, or a shape that does not fit the model, is an Error.
+  /// runs inputs of any shape either way. A name may be empty where the model has one input;
+  /// inputs not named take their declared shapes (none is told where one of those has symbolic
+  /// dims). A name that is no input, or a shape that does not fit the model, is an Error.
   std::vector<std::pair<std::string, Shape>> input_shapes;
   int threads = 1;
   bool profiling = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <sstream>
 
 #include "backends/cpu/cpu_op.h"
@@ -77,29 +78,24 @@ ir::Graph checked(ir::Graph g) {
   return g;
 }
 
+// A value's declared shape, where it declares one without symbolic dims.
+std::optional<Shape> declared_shape(const ir::Value& v) {
+  if (!v.dims ||
+      std::any_of(v.dims->begin(), v.dims->end(), [](const ir::Dim& d) { return !d.known(); }))
+    return std::nullopt;
+  Shape shape;
+  for (const ir::Dim& d : *v.dims) shape.push_back(d.value);
+  return shape;
+}
+
 // Each value's shape for the inputs' expected shapes (CompileOptions::input_shapes), inferred
-// through the reference ops before lowering. None given: the inputs' declared shapes where none
-// has a symbolic dim (a model exported without dynamic axes), else empty, as where the declared
-// shapes do not fit the model (then the kernels are chosen for any shape, as before).
+// through the reference ops before lowering. Inputs not given take their declared shapes; where
+// one has symbolic dims, none are known and the result is empty (kernels for any shape, as
+// without expected shapes), as where only declared shapes are used and they do not fit the
+// model. A name that is no input, and given shapes the model refuses, are Errors.
 std::vector<Shape> expected_shapes(const CompiledModel& m,
                                    const std::vector<std::pair<std::string, Shape>>& given) {
   const ir::Graph& g = m.graph;
-  if (given.empty()) {
-    std::vector<Shape> declared;
-    for (int v : g.inputs) {
-      const ir::Value& value = g.values[static_cast<size_t>(v)];
-      if (!value.dims || std::any_of(value.dims->begin(), value.dims->end(),
-                                     [](const ir::Dim& d) { return !d.known(); }))
-        return {};
-      declared.emplace_back();
-      for (const ir::Dim& d : *value.dims) declared.back().push_back(d.value);
-    }
-    try {
-      return make_plan(m, declared).shapes;
-    } catch (const Error&) {
-      return {};
-    }
-  }
   std::vector<Shape> inputs(g.inputs.size());
   std::vector<char> set(g.inputs.size(), 0);
   for (const auto& [name, shape] : given) {
@@ -117,15 +113,18 @@ std::vector<Shape> expected_shapes(const CompiledModel& m,
     inputs[i] = shape;
     set[i] = 1;
   }
-  // Inputs not named take their declared shape where it has no symbolic dims.
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     if (set[i]) continue;
-    const ir::Value& v = g.values[static_cast<size_t>(g.inputs[i])];
-    if (!v.dims ||
-        std::any_of(v.dims->begin(), v.dims->end(), [](const ir::Dim& d) { return !d.known(); }))
-      throw Error("model '" + g.model_name + "': no expected shape is given for input '" + v.name +
-                  "', whose declared shape has symbolic dims");
-    for (const ir::Dim& d : *v.dims) inputs[i].push_back(d.value);
+    std::optional<Shape> declared = declared_shape(g.values[static_cast<size_t>(g.inputs[i])]);
+    if (!declared) return {};
+    inputs[i] = std::move(*declared);
+  }
+  if (given.empty()) {  // the declared shapes alone: a guess, dropped where it does not fit
+    try {
+      return make_plan(m, inputs).shapes;
+    } catch (const Error&) {
+      return {};
+    }
   }
   return make_plan(m, inputs).shapes;
 }

@@ -200,7 +200,8 @@ TEST(Session, RejectsWrongInputs) {
 // twice those bytes, not for a small expected output nor untold; a model whose input declares
 // no symbolic dim is told its declared shape. The Session still runs any shape, within the fp16
 // bound of the reference. Names that are no input, a missing name where the model has several
-// inputs, and shapes the model refuses are Errors at creation.
+// inputs, and shapes the model refuses are Errors at creation; an input left out whose declared
+// shape has symbolic dims leaves the Session untold.
 TEST(Session, ChoosesKernelsForExpectedInputShapes) {
   const auto conv_model = [](std::vector<ModelBuilder::DimSpec> dims) {
     ModelBuilder b(17);
@@ -279,13 +280,8 @@ TEST(Session, ChoosesKernelsForExpectedInputShapes) {
   SessionOptions o;
   o.input_shapes = {{"", {2, 3}}};
   EXPECT_THROW(two.session(o), Error);
-  o.input_shapes = {{"a", {2, 3}}};  // b's declared shape has a symbolic dim
-  try {
-    two.session(o);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("input 'b'"), std::string::npos) << e.what();
-  }
+  o.input_shapes = {{"a", {2, 3}}};  // b's declared shape has a symbolic dim: nothing told
+  EXPECT_NO_THROW(two.session(o));
   o.input_shapes = {{"a", {2, 3}}, {"b", {2, 3}}};
   EXPECT_NO_THROW(two.session(o));
 }
