@@ -8,10 +8,6 @@ namespace voxrt {
 
 namespace {
 
-// The most output channels a convolution may have to take a head: the CPU backend computes all
-// of them for a tile of positions before it mixes them, in fp32 tiles of that many rows.
-constexpr int64_t kMaxHeadChannels = 32;
-
 // Whether `head` is a 1x1 convolution of M input channels: constant weights (Mh, M, 1...) and
 // bias, unit strides and dilations, no padding, one group.
 bool is_head(const ir::Graph& g, const ir::Node& head, int64_t m, int64_t rank) {
@@ -53,7 +49,7 @@ void fuse_conv_head(ir::Graph& g) {
         conv.attrs.has(kFusedCastTo))
       continue;
     const Tensor* w = g.constant(conv.inputs[1]);
-    if (!w || w->rank() < 3 || w->dim(0) > kMaxHeadChannels) continue;
+    if (!w || w->rank() < 3 || w->dim(0) > kMaxFusedHeadChannels) continue;
     const int hk = sole_consumer(g, consumers, conv.outputs[0]);
     if (hk < 0 || drop[static_cast<size_t>(hk)]) continue;
     const ir::Node& head = g.nodes[static_cast<size_t>(hk)];

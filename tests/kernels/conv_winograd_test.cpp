@@ -239,7 +239,7 @@ TEST_P(ConvLoweringTest, WinogradWideF43ForLargeExpectedOutputs) {
 
 // Where the direct form stays: fewer than 16 channels on either side or fewer pairs than
 // min_pairs, more than 512 x 1024 pairs, strides, dilations, groups, kernels other than 3, 1D,
-// a head after more than kMaxHeadChannels channels.
+// a head after more than kMaxFusedHeadChannels channels.
 TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_EQ(ConvWinograd::min_pairs(3, false), 16 * 32);
   EXPECT_EQ(ConvWinograd::min_pairs(2, false), 64 * 64);
@@ -321,7 +321,7 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
             std::string::npos);
   head.x[1] = 40;
   head.w = {40, 40, 3, 3, 3};
-  static_assert(ConvWinograd::kMaxHeadChannels < 40);
+  static_assert(kMaxFusedHeadChannels < 40);
   EXPECT_EQ(lowered_kernel(head, DType::f32, {Isa::scalar, FpMath::strict}).find("winograd"),
             std::string::npos);
 }

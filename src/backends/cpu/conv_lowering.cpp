@@ -269,21 +269,15 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   OpContext oc{node, ctx.graph, node.opset, ref->where};
   ref::WindowAttrs attrs = ref::parse_window(oc);
   const int head_input = head.channels > 0 ? fused_head_input(node) : -1;
-  // Winograd's form where it applies (with a head of up to kMaxHeadChannels before it, and an
+  // Winograd's form where it applies (with a head of up to kMaxFusedHeadChannels before it, and an
   // fp32 output of fp16 storage, a fused Cast, too).
   const DType yt = ctx.output_dtype(0);
-  const bool winograd_fits = (head.channels == 0 || m <= ConvWinograd::kMaxHeadChannels) &&
+  const bool winograd_fits = (head.channels == 0 || m <= kMaxFusedHeadChannels) &&
                              (yt == a.w->dtype() || yt == DType::f32) && ctx.winograd;
   // fp16 storage's 3D layers past kF43MaxPairs3d take F(4, 3) too where their expected output
   // (SessionOptions::input_shapes) outweighs its transformed weights (216 fp32 values a pair).
-  bool wide = false;
-  if (ctx.output_shape && a.w->rank() == 5 && ctx.output_shape->size() == 5 &&
-      (*ctx.output_shape)[1] > 0) {
-    const int64_t out_bytes = shape_numel(*ctx.output_shape) / (*ctx.output_shape)[1] * m *
-                              static_cast<int64_t>(dtype_size(a.w->dtype()));
-    wide = out_bytes >= ConvWinograd::kWideOutputOverWeights * m * a.w->dim(1) * 216 *
-                            static_cast<int64_t>(sizeof(float));
-  }
+  const bool wide = ctx.output_shape && a.w->rank() == 5 &&
+                    ConvWinograd::wide_pays(*ctx.output_shape, m, a.w->dim(1), a.w->dtype());
   const GemmKernel* row =
       winograd_fits ? winograd_row(ctx.isa, a.w->dtype(), ctx.fpmath, spatial(a.w->shape()),
                                    attrs.strides, attrs.dilations, a.group, m, a.w->dim(1), wide)

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/softmax/softmax.h"
+#include "backends/ref/ops/fused.h"
 #include "runtime/thread_pool.h"
 
 namespace voxrt::cpu {
@@ -140,11 +141,11 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
     if (w.dim(d) != 3)
       throw Error("ConvWinograd: weights of shape " + shape_str(w.shape()) + ", expected kernel 3");
   if (head_.channels > 0) {
-    if (m_ > kMaxHeadChannels || head_.w.size() != static_cast<size_t>(head_.channels * m_) ||
+    if (m_ > kMaxFusedHeadChannels || head_.w.size() != static_cast<size_t>(head_.channels * m_) ||
         (!head_.b.empty() && head_.b.size() != static_cast<size_t>(head_.channels)))
       throw Error("ConvWinograd: a head of " + std::to_string(head_.channels) + " channels after " +
                   std::to_string(m_) + " takes " + std::to_string(head_.channels * m_) +
-                  " weights, and at most " + std::to_string(kMaxHeadChannels) +
+                  " weights, and at most " + std::to_string(kMaxFusedHeadChannels) +
                   " channels before it");
     mix_f32_ = eltwise_kernels(DType::f32, g_.isa);
     softmax_f32_ = softmax_kernels(DType::f32, g_.isa);
@@ -408,6 +409,7 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
         }
         f.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
       }
+      int64_t count = 0;  // with a head: the block's output positions inside Y
       for (int64_t m0 = 0; m0 < m_; m0 += chunk) {
         const int64_t mc = std::min(chunk, m_ - m0);
         for (int64_t xi = 0; xi < positions_; ++xi) {
@@ -440,11 +442,10 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
               put_row(from, stride, s.len, cols, b, r, act, e_.residual_after_act, yb + at * ys);
             }
           });
+          count = next;  // the same for every channel
         }
       }
-      if (mh > 0) {  // the head's channels of the block's positions, into Y
-        int64_t count = 0;
-        each_row([&](const Segment&, int64_t, int64_t, int64_t cols, int64_t) { count += cols; });
+      if (mh > 0) {  // the head's channels of the block's `count` positions, into Y
         mix_f32_->mix(mid, block_outputs, m_, head_.w.data(),
                       head_.b.empty() ? nullptr : head_.b.data(), mh, count, mixed, block_outputs);
         if (head_.softmax) softmax_f32_->strided(mixed, mixed, mh, block_outputs, count);

@@ -153,15 +153,22 @@ class ConvWinograd {
   /// 64 x 64 or 64 x 128 for every layer: 33.5 MiB against 29.9 (fp32 41.5), time level.
   static constexpr int64_t kF43MaxPairs3dWide = 64 * 128;
   static constexpr int64_t kWideOutputOverWeights = 2;
+  /// Whether a 3D layer of M x C pairs and storage `t` takes F(4, 3) up to kF43MaxPairs3dWide
+  /// (f43's `wide`): its expected output `y` (all of its M channels: a head's output counts as the
+  /// M channels before it) takes at least kWideOutputOverWeights times the transformed weights'
+  /// bytes, kept fp32 (216 positions a pair).
+  static bool wide_pays(const Shape& y, int64_t m, int64_t c, DType t) {
+    if (y.size() != 5 || y[1] <= 0) return false;
+    const int64_t out_bytes = shape_numel(y) / y[1] * m * static_cast<int64_t>(dtype_size(t));
+    return out_bytes >= kWideOutputOverWeights * m * c * 216 * static_cast<int64_t>(sizeof(float));
+  }
   /// Whether row g's multiply-adds are few a cycle against its loads, stores and shuffles: rows
   /// below AVX-512, and AVX-512 rows on a CPU that splits 512-bit operations in two
   /// (CpuFeatures::avx512_split: Zen 4).
   static bool narrow_fma(const GemmKernel& g);
-  /// The most output channels a layer with a head may have (ConvHead; fuse_conv_head takes up to
-  /// 32): a block's M channels are all made before the head mixes them.
-  static constexpr int64_t kMaxHeadChannels = 32;
   /// W is (M, C, 3, 3[, 3]) of g's storage dtype, bias (M) or null; `head` a 1x1 convolution
-  /// after the epilogue (M at most kMaxHeadChannels), or none.
+  /// after the epilogue (M at most kMaxFusedHeadChannels, all made before the head mixes them),
+  /// or none.
   /// `wide`: 3D's F(4, 3) up to kF43MaxPairs3dWide (f43).
   ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias, ConvEpilogue e,
                ConvHead head = {}, bool wide = false);

@@ -45,6 +45,9 @@ inline constexpr const char* kFusedCastTo = "to";
 /// inputs), and a softmax over channels after that.
 inline constexpr const char* kFusedHead = "head";
 inline constexpr const char* kFusedHeadSoftmax = "head_softmax";
+/// The most output channels a convolution taking a head may have (fuse_conv_head): the CPU
+/// backend makes all of them for a tile or block of positions, in fp32, before it mixes them.
+inline constexpr int64_t kMaxFusedHeadChannels = 32;
 /// FusedConv's float-list attribute: each output channel's LeakyRelu slope.
 inline constexpr const char* kFusedSlopes = "slopes";
 /// FusedConv's int attributes: the first channel of input 0 that X takes, and of input 3 that the
