@@ -172,6 +172,11 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The inputs a model file declares, as Session::inputs() lists them, read without compiling the
+/// model: to choose SessionOptions::input_shapes (a sliding window's patch in the model's axes)
+/// before the one Session is created. A file that is no model is an Error, as for Session.
+std::vector<IoInfo> model_inputs(const std::string& path);
+
 /// What the CPU kernels can use on this machine (CPUID and XCR0, capped by VOXRT_MAX_ISA).
 struct CpuInfo {
   std::string isa;               ///< scalar, avx2, avx512, avx512bf16, avx512fp16 or amx

@@ -347,6 +347,15 @@ Session::Session(const void* bytes, size_t size, const SessionOptions& options)
               [&](const CompileOptions& co) { return compile_model(bytes, size, name, "", co); });
 }
 
+std::vector<IoInfo> model_inputs(const std::string& path) {
+  const ir::Graph g = import_checked(onnx_io::read_file(path),
+                                     std::filesystem::path(path).filename().string(),
+                                     std::filesystem::path(path).parent_path().string());
+  std::vector<IoInfo> inputs = io_infos(g, g.inputs);
+  release_load_memory();
+  return inputs;
+}
+
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;

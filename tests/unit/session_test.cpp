@@ -286,6 +286,35 @@ TEST(Session, ChoosesKernelsForExpectedInputShapes) {
   EXPECT_NO_THROW(two.session(o));
 }
 
+// A model file's declared inputs, read without a Session (voxrt segment chooses its expected
+// shapes from them): what the Session lists, for fp32 and fp16 files of 2D and 3D models; a
+// missing file is an Error naming it.
+TEST(Session, ModelInputsReadWithoutCompiling) {
+  const std::string dir = voxrt::test::source_dir() + "/tests/fixtures/";
+  for (const char* file : {"unet3d_bn_op17.onnx", "unet3d_bn_op17_fp16.onnx",
+                           "unet3d_bn_op11_fp16io32.onnx", "unet2d_op17.onnx"}) {
+    const std::vector<IoInfo> read = model_inputs(dir + file);
+    const Session s(dir + file);
+    ASSERT_EQ(read.size(), s.inputs().size()) << file;
+    for (size_t i = 0; i < read.size(); ++i) {
+      EXPECT_EQ(read[i].name, s.inputs()[i].name) << file;
+      EXPECT_EQ(read[i].dtype, s.inputs()[i].dtype) << file;
+      EXPECT_EQ(read[i].shape, s.inputs()[i].shape) << file;
+      EXPECT_EQ(read[i].dim_names, s.inputs()[i].dim_names) << file;
+    }
+    EXPECT_EQ(read[0].shape.size(), std::string(file).find("2d") != std::string::npos ? 4u : 5u)
+        << file;
+    EXPECT_EQ(read[0].shape[0], -1) << file << ": the batch is symbolic";
+  }
+  EXPECT_EQ(model_inputs(dir + "unet3d_bn_op17_fp16.onnx")[0].dtype, DType::f16);
+  try {
+    model_inputs(dir + "no_such_model.onnx");
+    ADD_FAILURE() << "a missing file was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_model.onnx"), std::string::npos) << e.what();
+  }
+}
+
 // onnxconverter_common's default block list keeps both decoder Resizes of unet3d_resize in
 // float32 between Casts; voxrt runs those islands in fp16, so the file compiles to the graph of
 // a whole conversion (the fp32 file with Precision::fp16: Resize included, fp32 at the edges)

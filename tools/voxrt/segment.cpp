@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <optional>
 #include <sstream>
 
 #include "cli_common.h"
@@ -179,31 +178,27 @@ int cmd_segment(const SegmentArgs& a) {
   apply_precision(a.precision, so);
   so.threads = a.threads > 0 ? a.threads : physical_cores();
   Clock::time_point t_load = Clock::now();
-  std::optional<Session> session;
-  session.emplace(a.model, so);
-  double load_s = seconds_since(t_load);
-
+  // The model's declared inputs first: a patch given for a model of symbolic dims is told to its
+  // one Session (SessionOptions::input_shapes), so that its kernels are chosen for that patch
+  // (fp16 storage's wider 3D layers take Winograd's F(4, 3) where the patch's activations
+  // outweigh its weights).
+  const std::vector<IoInfo> inputs = model_inputs(a.model);
   SegmentOptions o;
-  size_t rank = session->inputs().empty() ? 0 : session->inputs()[0].shape.size();
+  size_t rank = inputs.empty() ? 0 : inputs[0].shape.size();
   size_t spatial = rank == 4 ? 2 : 3;
   if (!a.patch.empty()) o.patch = parse_patch(a.patch, spatial);
-  // A patch given for a model of symbolic dims: the Session again, its kernels chosen for one
-  // patch (SessionOptions::input_shapes; fp16 storage's wider 3D layers take Winograd's F(4, 3)
-  // where the patch's activations outweigh its weights).
-  if (!o.patch.empty() && session->inputs().size() == 1 && rank == o.patch.size() + 2) {
-    const IoInfo in = session->inputs()[0];
+  if (!o.patch.empty() && inputs.size() == 1 && rank == o.patch.size() + 2) {
+    const IoInfo& in = inputs[0];
     const bool symbolic =
         std::any_of(in.shape.begin() + 2, in.shape.end(), [](int64_t d) { return d < 0; });
     if (symbolic && in.shape[1] > 0) {
       Shape expected = {1, in.shape[1]};
       expected.insert(expected.end(), o.patch.begin(), o.patch.end());
       so.input_shapes = {{in.name, expected}};
-      t_load = Clock::now();
-      session.reset();  // its weights gone before the new one packs its own
-      session.emplace(a.model, so);
-      load_s += seconds_since(t_load);
     }
   }
+  const Session session(a.model, so);
+  const double load_s = seconds_since(t_load);
   o.overlap = parse_numbers(a.overlap, "--overlap");
   o.sigma_scale = parse_numbers(a.sigma, "--sigma");
   o.batch = a.batch;
@@ -259,7 +254,7 @@ int cmd_segment(const SegmentArgs& a) {
   bool bar = !a.quiet && isatty(STDERR_FILENO);
   if (bar) o.progress = [unit](const SegmentProgress& p) { draw_progress(p, unit); };
 
-  SegmentResult r = segment_volume(*session, volume, o);
+  SegmentResult r = segment_volume(session, volume, o);
   if (bar) std::fprintf(stderr, "\n");
 
   Clock::time_point tw = Clock::now();
