@@ -100,9 +100,14 @@ void read_split_in_place(ir::Graph& g) {
                       (from_node.op_type == "FusedConv" && from_node.domain == kInternalDomain &&
                        !from_node.attrs.has(kFusedHead));
     const Tensor* w = conv && from_node.has_input(1) ? g.constant(from_node.inputs[1]) : nullptr;
-    int64_t total = 0;
-    for (int64_t v : sizes) total += v;
-    if (!w || w->rank() < 1 || w->dim(0) != total) continue;
+    if (!w || w->rank() < 1) continue;
+    int64_t total = 0;  // summed only while it stays within the channels (sizes may be anything)
+    bool fits = true;
+    for (int64_t v : sizes) {
+      fits = fits && v >= 0 && v <= w->dim(0) - total;
+      if (fits) total += v;
+    }
+    if (!fits || total != w->dim(0)) continue;
     bool ok = true;
     for (size_t o = 0; ok && o < sp.outputs.size(); ++o) {
       const int v = sp.outputs[o];

@@ -2,6 +2,8 @@
 // prelu-as-leaky-relu before it, fuse-conv-head, fuse-sibling-convs): each rewritten graph against
 // the graph as it was, on small graphs and on the fixture UNets that carry the patterns. A pass is
 // tested on the graph the passes before it leave (run_passes stopping at its predecessor).
+#include <limits>
+
 #include "backends/ref/ops/fused.h"
 #include "model_builder.h"
 #include "passes_test_util.h"
@@ -399,11 +401,12 @@ TEST(FuseSiblingConvs, FixtureMonaiResidualUnits) {
   }
 }
 
-// x -> Conv (4 -> 11, 3x3; `produced` channels) -> Split [6, 5] (the attribute before opset 13,
-// the input after) -> a, b; y = LeakyRelu(Conv(a, 6 -> 5)) + b, which fuse-conv-epilogue makes
-// one FusedConv reading a as X and b as its residual. With `also`, b is read by a Sigmoid as
-// well, a second output.
-ir::Graph split_graph(int opset, bool also, int64_t produced = 11) {
+// x -> Conv (4 -> 11, 3x3; `produced` channels) -> Split [6, 5] (`sizes`; the attribute before
+// opset 13, the input after) -> a, b; y = LeakyRelu(Conv(a, 6 -> 5)) + b, which
+// fuse-conv-epilogue makes one FusedConv reading a as X and b as its residual. With `also`, b is
+// read by a Sigmoid as well, a second output.
+ir::Graph split_graph(int opset, bool also, int64_t produced = 11,
+                      const std::vector<int64_t>& sizes = {6, 5}) {
   ModelBuilder b(opset);
   b.input("x", onnx::TensorProto::FLOAT, {std::string("N"), 4, 7, 9});
   b.initializer("w0", {produced, 4, 3, 3}, pattern(static_cast<size_t>(produced) * 4 * 9, 7));
@@ -412,12 +415,12 @@ ir::Graph split_graph(int opset, bool also, int64_t produced = 11) {
   ModelBuilder::attr_ints(b.node("Conv", {"x", "w0", "b0"}, {"t"}), "pads", {1, 1, 1, 1});
   std::vector<std::string> split_in = {"t"};
   if (opset >= 13) {
-    b.initializer_i64("sizes", {2}, {6, 5});
+    b.initializer_i64("sizes", {2}, sizes);
     split_in.push_back("sizes");
   }
   auto& sp = b.node("Split", split_in, {"a", "b"});
   ModelBuilder::attr_int(sp, "axis", 1);
-  if (opset < 13) ModelBuilder::attr_ints(sp, "split", {6, 5});
+  if (opset < 13) ModelBuilder::attr_ints(sp, "split", sizes);
   ModelBuilder::attr_ints(b.node("Conv", {"a", "w1"}, {"c"}), "pads", {1, 1, 1, 1});
   ModelBuilder::attr_float(b.node("LeakyRelu", {"c"}, {"l"}), "alpha", 0.2f);
   b.node("Add", {"l", "b"}, {"y"});
@@ -455,10 +458,16 @@ TEST(ReadSplitInPlace, ConvReadsXAndResidualFromTheSplitsInput) {
   }
 }
 
-// Left alone: a Split with an output read by another op, and one whose sizes do not cover its
-// input's channels (12, not 11: the model is refused when planned, as without the pass).
+// Left alone: a Split with an output read by another op, one whose sizes do not cover its
+// input's channels (12, not 11: the model is refused when planned, as without the pass), one
+// whose sizes would overflow int64 when summed (a fuzz finding: the sum was undefined behaviour,
+// tests/fuzz_findings/split_in_place_sizes_overflow.onnx) and one with a negative size that
+// sums to the channels.
 TEST(ReadSplitInPlace, LeavesSplitsReadOtherwiseAlone) {
-  for (const ir::Graph& before : {split_graph(17, true), split_graph(17, false, 12)}) {
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  for (const ir::Graph& before :
+       {split_graph(17, true), split_graph(17, false, 12), split_graph(17, false, 11, {4, huge}),
+        split_graph(11, false, 11, {huge, huge}), split_graph(17, false, 11, {-1, 12})}) {
     ir::Graph g = before;
     const size_t nodes = g.nodes.size();
     read_split_in_place(g);
