@@ -178,11 +178,12 @@ int cmd_segment(const SegmentArgs& a) {
   apply_precision(a.precision, so);
   so.threads = a.threads > 0 ? a.threads : physical_cores();
   Clock::time_point t_load = Clock::now();
-  // The model's declared inputs first: a patch given for a model of symbolic dims is told to its
-  // one Session (SessionOptions::input_shapes), so that its kernels are chosen for that patch
-  // (fp16 storage's wider 3D layers take Winograd's F(4, 3) where the patch's activations
-  // outweigh its weights).
-  const std::vector<IoInfo> inputs = model_inputs(a.model);
+  // A --patch is read against the model's declared inputs first (their rank, and for a model of
+  // symbolic dims the patch is told to its one Session, SessionOptions::input_shapes, so that its
+  // kernels are chosen for that patch: fp16 storage's wider 3D layers take Winograd's F(4, 3)
+  // where the patch's activations outweigh its weights). Without one the file is read once.
+  const std::vector<IoInfo> inputs =
+      a.patch.empty() ? std::vector<IoInfo>() : model_inputs(a.model);
   SegmentOptions o;
   size_t rank = inputs.empty() ? 0 : inputs[0].shape.size();
   size_t spatial = rank == 4 ? 2 : 3;
