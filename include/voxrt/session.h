@@ -37,7 +37,8 @@ enum class FpMath {
   strict,  ///< products in the storage precision: fp32 with fp32 sums, or fp16 (on AVX512-FP16
            ///< fp16 sums carried into fp32 every 64 steps; elsewhere widened to fp32)
   bf16,    ///< convolutions may round their operands to bfloat16 and sum the exact products in
-           ///< fp32, where the CPU has bf16 dot products (AVX512-BF16); strict elsewhere
+           ///< fp32, where the CPU has bf16 dot products (AVX512-BF16) that outrun its fp32
+           ///< multiply-adds (Zen 4 and 5, not Intel's cores with AVX512-FP16); strict elsewhere
 };
 
 enum class Backend {
@@ -179,8 +180,10 @@ std::vector<IoInfo> model_inputs(const std::string& path);
 
 /// What the CPU kernels can use on this machine (CPUID and XCR0, capped by VOXRT_MAX_ISA).
 struct CpuInfo {
-  std::string isa;               ///< scalar, avx2, avx512, avx512bf16, avx512fp16 or amx
-  bool bf16_products = false;    ///< FpMath::bf16 takes effect (AVX512-BF16)
+  std::string isa;  ///< scalar, avx2, avx512, avx512bf16, avx512fp16 or amx
+  /// FpMath::bf16 takes effect: AVX512-BF16, on a CPU whose bf16 dot products outrun fp32's
+  /// multiply-adds (not Intel's with AVX512-FP16, where they run at half the rate).
+  bool bf16_products = false;
   bool fp16_arithmetic = false;  ///< fp16 models compute in fp16 (AVX512-FP16)
   /// The fp16 arithmetic runs on software stand-ins, about a tenth of fp32's speed
   /// (VOXRT_EMULATE_AVX512FP16=1 on a CPU with AVX512-BF16 but not AVX512-FP16): for checking

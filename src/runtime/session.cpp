@@ -61,7 +61,8 @@ void Session::Impl::init(const std::string& name, const SessionOptions& opt,
   co.optimize = opt.optimize;
   co.stop_after = opt.stop_after_pass;
   co.cpu_kernels = opt.backend == Backend::cpu;
-  co.fpmath = opt.fpmath;
+  // bf16 products only where they outrun fp32's (CpuFeatures::bf16_dot_pays).
+  co.fpmath = cpu::cpu_features().bf16_dot_pays ? opt.fpmath : FpMath::strict;
   co.winograd = opt.winograd;
   co.input_shapes = opt.input_shapes;
   pool = std::make_unique<ThreadPool>(opt.threads);
@@ -463,7 +464,7 @@ CpuInfo cpu_info() {
   const cpu::Isa isa = cpu::max_isa();
   CpuInfo c;
   c.isa = cpu::isa_name(isa);
-  c.bf16_products = isa >= cpu::Isa::avx512bf16;
+  c.bf16_products = isa >= cpu::Isa::avx512bf16 && cpu::cpu_features().bf16_dot_pays;
   c.fp16_arithmetic = isa >= cpu::Isa::avx512fp16;
   c.fp16_emulated = c.fp16_arithmetic && cpu::avx512fp16_emulated();
   c.fp16_emulation_asked = cpu::avx512fp16_emulation_asked();

@@ -131,17 +131,18 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
       // Winograd's form wherever the row has fp32 products (f32 panels), else the direct one.
       const GemmKernel* row =
           find_gemm_kernel(GetParam().isa, t, c.w[0], GetParam().fpmath == FpMath::bf16);
-      // Layers of fewer than 16 channels only where ConvWinograd::applies says (tested above).
+      // Where ConvWinograd::applies says (tested above: its channel and pair counts depend on the
+      // row and the CPU).
       const size_t dims = c.w.size() - 2;
-      const bool few = c.w[0] < ConvWinograd::kMinChannels || c.w[1] < ConvWinograd::kMinChannels;
-      const bool f32_products = row->a_panel == PanelType::f32 && row->k_carry == 0 &&
-                                (!few || ConvWinograd::applies(std::vector<int64_t>(dims, 3), {},
-                                                               {}, 1, c.w[0], c.w[1], *row));
+      const bool f32_products =
+          row->a_panel == PanelType::f32 && row->k_carry == 0 &&
+          ConvWinograd::applies(std::vector<int64_t>(dims, 3), {}, {}, 1, c.w[0], c.w[1], *row);
       // Rows of faster products (bf16 pairs, fp16 arithmetic) give fp16 storage's F(4, 3)
-      // layers from min_pairs_over_fast pairs to the fp32-arithmetic row.
+      // layers to the fp32-arithmetic row where pays_over_fast says (no output shape here).
+      const bool fast = row->a_panel != PanelType::f32 || row->k_carry != 0;
       const bool over_fast =
-          !f32_products && t == DType::f16 && ConvWinograd::f43(t, dims, c.w[0], c.w[1]) &&
-          c.w[0] * c.w[1] >= ConvWinograd::min_pairs_over_fast(dims) &&
+          fast && t == DType::f16 && ConvWinograd::f43(t, dims, c.w[0], c.w[1]) &&
+          ConvWinograd::pays_over_fast(dims, c.w[0], c.w[1], !bf16_dot(*row), nullptr) &&
           ConvWinograd::applies(
               std::vector<int64_t>(dims, 3), {}, {}, 1, c.w[0], c.w[1],
               *find_gemm_kernel(std::min(GetParam().isa, Isa::avx512bf16), t, c.w[0], false));
@@ -283,6 +284,22 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 8, 8, h));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 6, 6, h));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 5, 16, h));
+  // Over faster products: bf16 pairs from 16 x 16 pairs in 3D and 64 x 64 in 2D; AVX512-FP16's
+  // from 32 x 64 (32 x 32 from 48^3 positions), and where the output's size is known not below
+  // 24^3 positions (2D: 32^2).
+  EXPECT_TRUE(ConvWinograd::pays_over_fast(3, 16, 16, false, nullptr));
+  EXPECT_FALSE(ConvWinograd::pays_over_fast(2, 32, 64, false, nullptr));
+  EXPECT_FALSE(ConvWinograd::pays_over_fast(3, 16, 32, true, nullptr));
+  EXPECT_TRUE(ConvWinograd::pays_over_fast(3, 32, 32, true, nullptr));
+  const Shape at24{1, 64, 24, 24, 24}, at32{2, 64, 32, 32, 32}, at48{1, 64, 48, 48, 48};
+  EXPECT_FALSE(ConvWinograd::pays_over_fast(3, 32, 32, true, &at32));
+  EXPECT_TRUE(ConvWinograd::pays_over_fast(3, 32, 32, true, &at48));
+  EXPECT_TRUE(ConvWinograd::pays_over_fast(3, 64, 32, true, &at24));
+  const Shape at16{1, 64, 16, 16, 16}, at16_2d{1, 64, 16, 16}, at32_2d{1, 64, 32, 32};
+  EXPECT_FALSE(ConvWinograd::pays_over_fast(3, 64, 64, true, &at16));
+  EXPECT_FALSE(ConvWinograd::pays_over_fast(2, 256, 256, true, &at16_2d));
+  EXPECT_TRUE(ConvWinograd::pays_over_fast(2, 64, 64, true, &at32_2d));
+  EXPECT_FALSE(ConvWinograd::pays_over_fast(2, 32, 64, true, &at32_2d));
   // 2D's F(4, 3) from 8 channels and 8 x 16 pairs on narrow rows.
   EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 12, 12, h));
   EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 8, 16, h));

@@ -64,20 +64,22 @@ bool accept(const LowerContext& ctx, Accepted& a) {
 // The row a convolution of these attributes runs on in Winograd's form, or null where that form
 // does not apply: the row the direct form would take, or where that row's products are faster
 // than fp32's (bf16 pairs, fp16 arithmetic) and fp16 storage's F(4, 3) applies on the
-// fp32-arithmetic row from ConvWinograd::min_pairs_over_fast(dims) pairs, that row: its eighth of
+// fp32-arithmetic row where ConvWinograd::pays_over_fast says so, that row: its eighth of
 // the products (in 3D) beats products at twice the rate. nnU-Net 3d's fp16 model at 128^3 with
 // bf16 products on Zen 4 (`voxrt bench --precision model+bf16`, one thread, two alternations):
 // 4816 / 4985 -> 3471 / 3530 ms, peak RSS 378.0 -> 392.1 MiB; the fixtures at 96^3 1-11% faster
 // (unet3d_monai level) for about 5 MiB of F(4, 3)'s weights and scratch more (22.0 -> 27.7 MiB
 // for unet3d_monai). AVX512-FP16's multiply-adds, at twice fp32's rate as bf16 pairs are here,
-// take the same rule (not measured: no such CPU yet). F(2, 3) does not beat such products: with
+// take a rule of their own, measured on a CPU with them (pays_over_fast). F(2, 3) does not beat
+// such products: with
 // bf16 products allowed, taking the fp32 rows' F(2, 3) instead where it beats them (64 x 64 channel
 // pairs and more) made nnU-Net's fp16 model at 128^3 on two threads 2-4% faster (1466-1502 ->
-// 1428-1449 ms, Zen 5) for 41 MiB more weights, and was not kept. `wide`: ConvWinograd::f43's.
+// 1428-1449 ms, Zen 5) for 41 MiB more weights, and was not kept. `wide`: ConvWinograd::f43's;
+// `y`: the expected output shape, null where not known.
 const GemmKernel* winograd_row(Isa isa, DType t, FpMath fpmath, const std::vector<int64_t>& kernel,
                                const std::vector<int64_t>& strides,
                                const std::vector<int64_t>& dilations, int64_t group, int64_t m,
-                               int64_t c, bool wide) {
+                               int64_t c, bool wide, const Shape* y) {
   if (group < 1) return nullptr;
   const GemmKernel* row = find_gemm_kernel(isa, t, m / group, fpmath == FpMath::bf16);
   if (!row) return nullptr;
@@ -86,7 +88,7 @@ const GemmKernel* winograd_row(Isa isa, DType t, FpMath fpmath, const std::vecto
   // The best row of fp32 products: below AVX512-FP16, without bf16 pairs.
   const GemmKernel* f32 = find_gemm_kernel(std::min(isa, Isa::avx512bf16), t, m / group, false);
   return f32 && ConvWinograd::f43(t, kernel.size(), m, c, wide) &&
-                 m * c >= ConvWinograd::min_pairs_over_fast(kernel.size()) &&
+                 ConvWinograd::pays_over_fast(kernel.size(), m, c, !bf16_dot(*row), y) &&
                  ConvWinograd::applies(kernel, strides, dilations, group, m, c, *f32, wide)
              ? f32
              : nullptr;
@@ -279,9 +281,10 @@ std::unique_ptr<Op> lower_conv(const LowerContext& ctx, std::unique_ptr<Op>& ref
   const bool wide = ctx.output_shape && a.w->rank() == 5 &&
                     ConvWinograd::wide_pays(*ctx.output_shape, m, a.w->dim(1), a.w->dtype());
   const GemmKernel* row =
-      winograd_fits ? winograd_row(ctx.isa, a.w->dtype(), ctx.fpmath, spatial(a.w->shape()),
-                                   attrs.strides, attrs.dilations, a.group, m, a.w->dim(1), wide)
-                    : nullptr;
+      winograd_fits
+          ? winograd_row(ctx.isa, a.w->dtype(), ctx.fpmath, spatial(a.w->shape()), attrs.strides,
+                         attrs.dilations, a.group, m, a.w->dim(1), wide, ctx.output_shape)
+          : nullptr;
   std::unique_ptr<ConvWinograd> wino =
       row ? std::make_unique<ConvWinograd>(*row, ctx.isa, *a.w, a.bias, e, std::move(head), wide)
           : nullptr;

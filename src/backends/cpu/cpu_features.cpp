@@ -54,6 +54,7 @@ CpuFeatures detect() {
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = a & (1u << 5);
   f.avx512_split = amd && family == 0x19 && f.avx512f;
+  f.bf16_dot_pays = f.avx512bf16 && !f.avx512fp16;
   f.os_amx = os_tiles && f.amx_tile && request_amx_permission();
   if (f.os_avx && f.avx2 && f.fma && f.f16c) f.detected = Isa::avx2;
   if (f.detected == Isa::avx2 && f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)

@@ -30,6 +30,12 @@ struct CpuFeatures {
   /// peak 110-117 GFLOP/s a core against Zen 5's 223). Tunes choices that weigh multiply-adds
   /// against memory traffic (ConvWinograd::narrow_fma).
   bool avx512_split = false;
+  /// Whether bf16 dot products (`vdpbf16ps`) outrun fp32 multiply-adds: on Zen 4 and Zen 5 1.83x
+  /// (peak_bench), on Intel's cores with AVX512-FP16 (Sapphire Rapids on) half as fast (an Intel
+  /// Xeon, 2026-12-07: bf16_dot_avx512bf16 114.6 GFLOP/s against fp32_fma_avx512's 228.3;
+  /// unet3d_bn at 96^3 with `--precision fp32+bf16` 208-220 ms against 143-150), where AMX
+  /// tiles are the road to bf16. FpMath::bf16 takes effect only where they pay (Session).
+  bool bf16_dot_pays = false;
   /// Highest level the hardware and OS allow.
   Isa detected = Isa::scalar;
 };

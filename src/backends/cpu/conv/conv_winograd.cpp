@@ -88,6 +88,20 @@ int64_t ConvWinograd::min_pairs(size_t dims, bool narrow, bool f43) {
   return narrow ? 16 * 16 : 16 * 32;
 }
 
+bool ConvWinograd::pays_over_fast(size_t dims, int64_t m, int64_t c, bool fp16_arith,
+                                  const Shape* y) {
+  if (!fp16_arith) return m * c >= (dims == 3 ? 16 * 16 : 64 * 64);
+  int64_t positions = -1;  // an item's output positions, -1 where not known
+  if (y && y->size() == dims + 2) {
+    positions = 1;
+    for (size_t d = 2; d < y->size(); ++d) positions *= (*y)[d];
+  }
+  const bool known = positions >= 0;
+  if (dims == 2) return m * c >= 64 * 64 && (!known || positions >= 32 * 32);
+  if (known && positions < 24 * 24 * 24) return false;
+  return m * c >= 32 * 64 || (m * c >= 32 * 32 && (!known || positions >= 48 * 48 * 48));
+}
+
 namespace {
 std::atomic<int64_t> fp16_kept_pairs{256 * 256};
 }  // namespace

@@ -71,17 +71,29 @@ class ConvWinograd {
   /// 30.3-31.3; its 32 x 32 on wide rows is not measured (their direct form is twice as fast, and
   /// F(2, 3) in 2D gains from 64 x 64 there).
   static int64_t min_pairs(size_t dims, bool narrow, bool f43 = false);
-  /// The least M x C pairs for F(4, 3) (fp16 storage) on fp32 arithmetic where the direct form's
-  /// row has faster products (bf16 pairs, fp16 arithmetic; conv_lowering.cpp, winograd_row): 16 x
-  /// 16 in 3D, 64 x 64 in 2D. On Zen 4 (bf16 dot products at twice the fp32 rate, as AVX512-FP16's
-  /// multiply-adds are on Intel), fp16 models of one layer, one thread, two runs, F(4, 3) /
-  /// direct with bf16 products, ms: 3D at 96^3 8 -> 8 20.1-25.7 / 15.4-18.7, 12 -> 6 20.5-21.5 /
-  /// 17.6-18.0, 16 -> 16 42.8-63.8 / 63.3-69.7, 16 -> 32 80.5-91.2 / 122.4-132.5, 32 -> 32
-  /// 121.9-153.4 / 231.4-235.6; 2D 16 -> 16 at 512^2 11.0-11.1 / 6.4-6.5, 32 -> 32 24.9-32.2 /
-  /// 25.3-29.1, 64 -> 64 at 256^2 17.1-19.3 / 22.8-25.6, 128 -> 128 at 128^2 14.4-16.6 / 22.0,
+  /// Whether an M x C layer of fp16 storage takes F(4, 3) on fp32 arithmetic where the direct
+  /// form's row has faster products (conv_lowering.cpp, winograd_row). Over bf16 pairs: from 16 x
+  /// 16 pairs in 3D, 64 x 64 in 2D. On Zen 4 (bf16 dot products at twice the fp32 rate, as
+  /// AVX512-FP16's multiply-adds are on Intel), fp16 models of one layer, one thread, two runs,
+  /// F(4, 3) / direct with bf16 products, ms: 3D at 96^3 8 -> 8 20.1-25.7 / 15.4-18.7, 12 ->
+  /// 6 20.5-21.5 / 17.6-18.0, 16 -> 16 42.8-63.8 / 63.3-69.7, 16 -> 32 80.5-91.2 / 122.4-132.5, 32
+  /// -> 32 121.9-153.4 / 231.4-235.6; 2D 16 -> 16 at 512^2 11.0-11.1 / 6.4-6.5, 32 -> 32 24.9-32.2
+  /// / 25.3-29.1, 64 -> 64 at 256^2 17.1-19.3 / 22.8-25.6, 128 -> 128 at 128^2 14.4-16.6 / 22.0,
   /// 256 -> 256 at 64^2 16.4-18.1 / 21.6-21.7. (64 -> 64 at 48^3, F(2, 3) past F(4, 3)'s pairs:
   /// 92.4-123.0 / 109.5-119.1.)
-  static int64_t min_pairs_over_fast(size_t dims) { return dims == 3 ? 16 * 16 : 64 * 64; }
+  ///
+  /// Over AVX512-FP16's multiply-adds (`fp16_arith`), measured on an Intel Xeon with them (fp16
+  /// models of one layer, `bench/export_conv_layer.py`, one thread, F(4, 3) / direct fp16
+  /// arithmetic, ms, 2026-12-07): 3D 32 -> 32 at 12^3 0.64 / 0.40, 24^3 2.85 / 2.65, 32^3 6.19 /
+  /// 5.94, 48^3 18.9 / 20.3, 64^3 42.6 / 43.5, 96^3 155 / 165; 32 -> 64 at 12^3 0.93 / 0.74, 16^3
+  /// 1.64 / 1.66, 24^3 4.75 / 5.08, 32^3 9.42 / 12.12, 48^3 29.9 / 43.5; 64 -> 64 at 12^3 1.51 /
+  /// 1.44, 48^3 55.3 / 83.6, 64^3 111 / 181; 2D 64 -> 64 at 256^2 13.1 / 17.1, 64^2 0.75 / 0.98,
+  /// 128 -> 128 at 128^2 11.2 / 16.3, 32^2 0.97 / 1.16, 256 -> 256 at 64^2 12.5 / 16.8, 16^2 2.03
+  /// / 1.16. So F(4, 3) from 32 x 64 pairs in 3D (32 x 32 from 48^3 positions) and 64 x 64 in 2D,
+  /// and where the output's size `y` is known (SessionOptions::input_shapes; null: not) from 24^3
+  /// positions an item in 3D and 32^2 in 2D. The fixtures' fp16 models at 96^3 then run 1-3%
+  /// faster, peak RSS 7% lower (their 32 x 32 layers at 24^3 and 12^3 direct).
+  static bool pays_over_fast(size_t dims, int64_t m, int64_t c, bool fp16_arith, const Shape* y);
   /// The most M x C pairs: 512 x 1024. The deepest layers of a UNet (256 to 1024 channels) hold
   /// most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many bytes.
   /// Lifted from 256 x 256 (Zen 4, one thread: 3D at 128^3, 320 -> 320 at 8^3 40.4 -> 15.9 ms,
