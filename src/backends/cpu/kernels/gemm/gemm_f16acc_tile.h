@@ -1,8 +1,8 @@
-// The fp16-arithmetic gemm tile, MR x 64 (two vectors of 32 fp16 sums per row), over an
-// arithmetic policy H: fp16 fused multiply-adds, and every kF16CarrySteps steps the fp16 sums are
-// widened and added into an fp32 copy of the tile, so rounding error grows with the chunk length,
-// not with k. A is packed as fp16 pairs (f16_pair), so its broadcast is a 32-bit load. H is the
-// AVX512-FP16 instructions (gemm_avx512fp16.h) or their software stand-in
+// The fp16-arithmetic gemm tile, MR x NR (NV vectors of 32 fp16 sums per row, NR = 32 NV), over
+// an arithmetic policy H: fp16 fused multiply-adds, and every kF16CarrySteps steps the fp16 sums
+// are widened and added into an fp32 copy of the tile, so rounding error grows with the chunk
+// length, not with k. A is packed as fp16 pairs (f16_pair), so its broadcast is a 32-bit load. H is
+// the AVX512-FP16 instructions (gemm_avx512fp16.h) or their software stand-in
 // (f16_f16acc_gemm_emulated__avx512.cpp); the epilogue is AVX-512F either way. H provides:
 //   V                      32 fp16 lanes
 //   zero()                 all lanes +0
@@ -33,10 +33,13 @@ inline __m512 activate(__m512 v, Activation act, __m512 alpha) {
   return v;
 }
 
-template <int kMr, class H>
+// kNv = 3 (NR 96) mirrors the fp32 rows' 8x48 (three vectors a row, 24 sums in registers): at an
+// output width of 96 its strips fill every lane where 64-lane ones leave a quarter idle or run
+// across rows through a scratch tile.
+template <int kMr, class H, int kNv = 2>
 void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const void* b_base,
                    const int64_t* b_offsets, void* c, size_t ldc, const GemmParams& p) {
-  constexpr int kNr = 64;
+  constexpr int kNr = 32 * kNv;
   const uint32_t* a = static_cast<const uint32_t*>(a_panel);
   const uint16_t* b_rows = static_cast<const uint16_t*>(b_base);
   if (p.residual)  // the epilogue's residual rows, asked for before the k loop (gemm_tile.h)
@@ -48,25 +51,28 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
   size_t s = 0;
   while (s < k) {
     size_t end = k - s > static_cast<size_t>(kF16CarrySteps) ? s + kF16CarrySteps : k;
-    typename H::V acc[kMr][2];
+    typename H::V acc[kMr][kNv];
 #pragma GCC unroll 8
-    for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = H::zero();
+    for (int i = 0; i < kMr; ++i)
+#pragma GCC unroll 3
+      for (int j = 0; j < kNv; ++j) acc[i][j] = H::zero();
     for (; s < end; ++s) {
       const uint16_t* b = b_rows + b_offsets[s];
-      const typename H::V b0 = H::load(b);
-      const typename H::V b1 = H::load(b + 32);
+      typename H::V bv[kNv];
+#pragma GCC unroll 3
+      for (int j = 0; j < kNv; ++j) bv[j] = H::load(b + 32 * j);
 #pragma GCC unroll 8
       for (int i = 0; i < kMr; ++i) {
         const typename H::V av = H::broadcast(a[i]);
-        acc[i][0] = H::fmadd(av, b0, acc[i][0]);
-        acc[i][1] = H::fmadd(av, b1, acc[i][1]);
+#pragma GCC unroll 3
+        for (int j = 0; j < kNv; ++j) acc[i][j] = H::fmadd(av, bv[j], acc[i][j]);
       }
       a += kMr;
     }
 #pragma GCC unroll 8
     for (int i = 0; i < kMr; ++i)
-#pragma GCC unroll 2
-      for (int j = 0; j < 2; ++j) {
+#pragma GCC unroll 3
+      for (int j = 0; j < kNv; ++j) {
         float* row = sum[i] + 32 * j;
         _mm512_store_ps(row, _mm512_add_ps(_mm512_load_ps(row), H::widen_lo(acc[i][j])));
         _mm512_store_ps(row + 16, _mm512_add_ps(_mm512_load_ps(row + 16), H::widen_hi(acc[i][j])));
@@ -87,7 +93,7 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
     }
     uint16_t* dst = full ? row : tmp_out;
     const __m512 bias = p.bias ? _mm512_set1_ps(p.bias[i]) : _mm512_setzero_ps();
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int j = 0; j < kNr / 16; ++j) {
       __m512 v = _mm512_add_ps(_mm512_load_ps(sum[i] + 16 * j), bias);
       const __m512 r =
