@@ -98,8 +98,7 @@ bool ConvWinograd::pays_over_fast(size_t dims, int64_t m, int64_t c, bool fp16_a
   }
   const bool known = positions >= 0;
   if (dims == 2) return m * c >= 64 * 64 && (!known || positions >= 32 * 32);
-  if (known && positions < 24 * 24 * 24) return false;
-  return m * c >= 32 * 64 || (m * c >= 32 * 32 && (!known || positions >= 48 * 48 * 48));
+  return m * c >= 32 * 64 && (!known || positions >= 24 * 24 * 24);
 }
 
 namespace {

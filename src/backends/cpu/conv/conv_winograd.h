@@ -84,15 +84,15 @@ class ConvWinograd {
   ///
   /// Over AVX512-FP16's multiply-adds (`fp16_arith`), measured on an Intel Xeon with them (fp16
   /// models of one layer, `bench/export_conv_layer.py`, one thread, F(4, 3) / direct fp16
-  /// arithmetic, ms, 2026-12-07): 3D 32 -> 32 at 12^3 0.64 / 0.40, 24^3 2.85 / 2.65, 32^3 6.19 /
-  /// 5.94, 48^3 18.9 / 20.3, 64^3 42.6 / 43.5, 96^3 155 / 165; 32 -> 64 at 12^3 0.93 / 0.74, 16^3
-  /// 1.64 / 1.66, 24^3 4.75 / 5.08, 32^3 9.42 / 12.12, 48^3 29.9 / 43.5; 64 -> 64 at 12^3 1.51 /
-  /// 1.44, 48^3 55.3 / 83.6, 64^3 111 / 181; 2D 64 -> 64 at 256^2 13.1 / 17.1, 64^2 0.75 / 0.98,
-  /// 128 -> 128 at 128^2 11.2 / 16.3, 32^2 0.97 / 1.16, 256 -> 256 at 64^2 12.5 / 16.8, 16^2 2.03
-  /// / 1.16. So F(4, 3) from 32 x 64 pairs in 3D (32 x 32 from 48^3 positions) and 64 x 64 in 2D,
-  /// and where the output's size `y` is known (SessionOptions::input_shapes; null: not) from 24^3
-  /// positions an item in 3D and 32^2 in 2D. The fixtures' fp16 models at 96^3 then run 1-3%
-  /// faster, peak RSS 7% lower (their 32 x 32 layers at 24^3 and 12^3 direct).
+  /// arithmetic on the 8x96 row, ms, 2026-12-08): 3D 32 -> 32 at 48^3 20.0 / 19.1, 64^3 46.0 /
+  /// 44.8, 96^3 164 / 145; 32 -> 64 at 20^3 3.02 / 3.06, 24^3 4.48 / 5.04, 32^3 9.27 / 11.88,
+  /// 48^3 31.0 / 40.2; 64 -> 64 at 48^3 53.9 / 78.1, 64^3 127 / 183; 2D 64 -> 64 at 256^2 10.4 /
+  /// 15.1, 64^2 0.71 / 0.84, 32^2 0.23 / 0.29, 128 -> 128 at 32^2 0.81 / 1.06, 256 -> 256 at 32^2
+  /// 3.52 / 3.60 (on the 8x64 row before it, 32 -> 32 at 12^3 0.64 / 0.40, 32 -> 64 0.93 / 0.74,
+  /// 64 -> 64 1.51 / 1.44; 2D 256 -> 256 at 16^2 2.03 / 1.16). So F(4, 3) from 32 x 64 pairs in
+  /// 3D and 64 x 64 in 2D, and where the output's size `y` is known (SessionOptions::input_shapes;
+  /// null: not) from 24^3 positions an item in 3D and 32^2 in 2D. The fixtures' fp16 models at
+  /// 96^3 then run 1-3% faster, peak RSS 7% lower (their 32 x 32 layers at 24^3 and 12^3 direct).
   static bool pays_over_fast(size_t dims, int64_t m, int64_t c, bool fp16_arith, const Shape* y);
   /// The most M x C pairs: 512 x 1024. The deepest layers of a UNet (256 to 1024 channels) hold
   /// most of its weights, and their transformed weights take 64 / 27 (2D 16 / 9) as many bytes.
