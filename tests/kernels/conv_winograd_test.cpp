@@ -64,6 +64,10 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   };
   add("Conv", {1, 16, 7, 9, 11}, {32, 16, 3, 3, 3}).ints("pads", pads3);
   add("Conv", {1, 40, 6, 5, 7}, {64, 40, 3, 3, 3}).ints("pads", pads3);  // F(2, 3) in fp16 too
+  // F(2, 3) on fp16 products (AVX512-FP16) from 64 x 64 pairs, 3D and 2D past F(4, 3)'s pairs.
+  add("Conv", {1, 64, 5, 6, 7}, {64, 64, 3, 3, 3}).ints("pads", pads3);
+  add("FusedConv", {2, 72, 4, 5, 3}, {72, 72, 3, 3, 3}).ints("pads", pads3).residual = true;
+  add("Conv", {1, 288, 5, 7}, {288, 288, 3, 3}).ints("pads", {1, 1, 1, 1});
   add("Conv", {2, 20, 6, 5, 8}, {27, 20, 3, 3, 3});  // no padding; blocks cross the batch items
   add("Conv", {1, 18, 5, 6, 7}, {70, 18, 3, 3, 3}).ints("pads", {2, 1, 0, 0, 1, 2}).bias = false;
   add("Conv", {1, 32, 4, 3, 2}, {16, 32, 3, 3, 3}).ints("pads", pads3);  // one block, one tile row
@@ -146,8 +150,16 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
           ConvWinograd::applies(
               std::vector<int64_t>(dims, 3), {}, {}, 1, c.w[0], c.w[1],
               *find_gemm_kernel(std::min(GetParam().isa, Isa::avx512bf16), t, c.w[0], false));
+      // Else, fp16 products (AVX512-FP16) take F(2, 3) where applies says so.
+      const bool fp16_products =
+          !over_fast && ConvWinograd::fp16_products(*row) &&
+          ConvWinograd::applies(std::vector<int64_t>(dims, 3), {}, {}, 1, c.w[0], c.w[1], *row);
       const std::string kernel = lowered_kernel(c, t, GetParam());
-      EXPECT_EQ(kernel.find("_winograd") != std::string::npos, f32_products || over_fast)
+      if (fp16_products)
+        EXPECT_NE(kernel.find("f16acc_gemm_8x96__avx512fp16 f16_winograd__"), std::string::npos)
+            << c.str() << ": " << kernel;
+      EXPECT_EQ(kernel.find("_winograd") != std::string::npos,
+                f32_products || over_fast || fp16_products)
           << c.str() << " " << dtype_name(t) << ": " << kernel;
       // F(4, 3) for fp16 storage (every 2D case here, and the 3D ones up to 32 x 64 pairs),
       // F(2, 3) elsewhere.
@@ -284,6 +296,15 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 8, 8, h));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 6, 6, h));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 5, 16, h));
+  // fp16 products take F(2, 3) from 64 x 64 pairs (bf16 pairs never).
+  const GemmKernel& fp16 = *find_gemm_kernel("f16_f16acc_gemm_8x96__avx512fp16");
+  ASSERT_TRUE(ConvWinograd::fp16_products(fp16));
+  EXPECT_FALSE(ConvWinograd::fp16_products(h));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 64, fp16));
+  EXPECT_TRUE(ConvWinograd::applies({3, 3}, {}, {}, 1, 512, 512, fp16));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 32, 64, fp16));
+  EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 64,
+                                     *find_gemm_kernel("f16_bf16dot_gemm_8x48__avx512bf16")));
   // Over faster products: bf16 pairs from 16 x 16 pairs in 3D and 64 x 64 in 2D; AVX512-FP16's
   // from 32 x 64, and where the output's size is known not below 24^3 positions (2D: 32^2).
   EXPECT_TRUE(ConvWinograd::pays_over_fast(3, 16, 16, false, nullptr));

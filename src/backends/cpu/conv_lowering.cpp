@@ -70,9 +70,15 @@ bool accept(const LowerContext& ctx, Accepted& a) {
 // 4816 / 4985 -> 3471 / 3530 ms, peak RSS 378.0 -> 392.1 MiB; the fixtures at 96^3 1-11% faster
 // (unet3d_monai level) for about 5 MiB of F(4, 3)'s weights and scratch more (22.0 -> 27.7 MiB
 // for unet3d_monai). AVX512-FP16's multiply-adds, at twice fp32's rate as bf16 pairs are here,
-// take a rule of their own, measured on a CPU with them (pays_over_fast). F(2, 3) does not beat
-// such products: with
-// bf16 products allowed, taking the fp32 rows' F(2, 3) instead where it beats them (64 x 64 channel
+// take a rule of their own, measured on a CPU with them (pays_over_fast). Failing that, fp16
+// products take F(2, 3) themselves (ConvWinograd::fp16_products, from 64 x 64 pairs): on the
+// Intel Xeon with AVX512-FP16, fp16 models of one layer, one thread, direct / F(2, 3) ms, 128 ->
+// 128 at 32^3 99.3 / 65.9, 256 -> 256 at 16^3 47.6 / 28.9, 320 -> 320 at 8^3 12.1 / 8.3, 64 ->
+// 64 at 24^3 10.7 / 10.1, at 12^3 level (1.49); 32 -> 32 at 96^3 158 / 202 and 16 -> 32 76 /
+// 126 (so not below 64 x 64); the layer's error against fp32 2.2-2.6e-3 (direct 1.0e-3), nnU-Net
+// 3d's output at 128^3 4.18e-3 against 4.08e-3, its fp16 model 3046 / 3093 -> 2719 / 2726 ms and
+// peak RSS 407 -> 466 MiB (fp32 4480-4518 ms, 879 MiB). bf16 pairs take no F(2, 3): with bf16
+// products allowed, taking the fp32 rows' F(2, 3) instead where it beats them (64 x 64 channel
 // pairs and more) made nnU-Net's fp16 model at 128^3 on two threads 2-4% faster (1466-1502 ->
 // 1428-1449 ms, Zen 5) for 41 MiB more weights, and was not kept. `wide`: ConvWinograd::f43's;
 // `y`: the expected output shape, null where not known.
@@ -83,15 +89,17 @@ const GemmKernel* winograd_row(Isa isa, DType t, FpMath fpmath, const std::vecto
   if (group < 1) return nullptr;
   const GemmKernel* row = find_gemm_kernel(isa, t, m / group, fpmath == FpMath::bf16);
   if (!row) return nullptr;
-  if (ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row, wide)) return row;
-  if (row->a_panel == PanelType::f32 && row->k_carry == 0) return nullptr;  // fp32 products
+  if (row->a_panel == PanelType::f32 && row->k_carry == 0)  // fp32 products
+    return ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row, wide) ? row
+                                                                                      : nullptr;
   // The best row of fp32 products: below AVX512-FP16, without bf16 pairs.
   const GemmKernel* f32 = find_gemm_kernel(std::min(isa, Isa::avx512bf16), t, m / group, false);
-  return f32 && ConvWinograd::f43(t, kernel.size(), m, c, wide) &&
-                 ConvWinograd::pays_over_fast(kernel.size(), m, c, !bf16_dot(*row), y) &&
-                 ConvWinograd::applies(kernel, strides, dilations, group, m, c, *f32, wide)
-             ? f32
-             : nullptr;
+  if (f32 && ConvWinograd::f43(t, kernel.size(), m, c, wide) &&
+      ConvWinograd::pays_over_fast(kernel.size(), m, c, !bf16_dot(*row), y) &&
+      ConvWinograd::applies(kernel, strides, dilations, group, m, c, *f32, wide))
+    return f32;
+  // Else F(2, 3) on fp16 products (bf16 pairs: never).
+  return ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row, wide) ? row : nullptr;
 }
 
 // A fused node's activation and residual order, as the gemm epilogue applies them.

@@ -120,7 +120,7 @@ bool ConvWinograd::narrow_fma(const GemmKernel& g) {
 bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                            const std::vector<int64_t>& dilations, int64_t group, int64_t m,
                            int64_t c, const GemmKernel& g, bool wide) {
-  const bool four = f43(g.storage, kernel.size(), m, c, wide);
+  const bool four = !fp16_products(g) && f43(g.storage, kernel.size(), m, c, wide);
   const int64_t least = !four                ? kMinChannels
                         : kernel.size() == 3 ? kF43MinChannels3d
                                              : kF43MinChannels2d;
@@ -131,8 +131,16 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||
         (!dilations.empty() && dilations[d] != 1))
       return false;
-  return g.a_panel == PanelType::f32 && g.b_panel == PanelType::f32 && g.k_pack == 1 &&
-         g.k_carry == 0 && g.nr <= kWinogradMaxLen && winograd_kernels(g.storage, runs_on(g));
+  const bool f32_products =
+      g.a_panel == PanelType::f32 && g.b_panel == PanelType::f32 && g.k_pack == 1 && g.k_carry == 0;
+  if (fp16_products(g) && m * c < kMinPairsFp16Products) return false;
+  return (f32_products || fp16_products(g)) && g.nr <= kWinogradMaxLen &&
+         winograd_kernels(g.storage, runs_on(g));
+}
+
+bool ConvWinograd::fp16_products(const GemmKernel& g) {
+  return g.k_carry > 0 && g.a_panel == PanelType::f16_pair && g.b_panel == PanelType::f16 &&
+         g.k_pack == 1;
 }
 
 ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const Tensor* bias,
@@ -142,7 +150,8 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
       m_(w.dim(0)),
       c_(w.dim(1)),
       depth_(w.rank() == 5),
-      f43_(f43(g.storage, static_cast<size_t>(w.rank() - 2), w.dim(0), w.dim(1), wide)),
+      f43_(!fp16_products(g) &&
+           f43(g.storage, static_cast<size_t>(w.rank() - 2), w.dim(0), w.dim(1), wide)),
       tile_(f43_ ? 4 : 2),
       positions_((depth_ ? tile_ + 2 : 1) * (tile_ + 2) * (tile_ + 2)),
       e_(std::move(e)),
@@ -165,9 +174,10 @@ ConvWinograd::ConvWinograd(const GemmKernel& g, Isa isa, const Tensor& w, const 
   }
   u_bytes_ = packed_a_bytes(g_, m_, c_);
   // Kept as the row takes them, fp32, but for fp16 storage's deep layers (keeps_fp16): transformed
-  // fp16 weights are not fp16 values, rounding them costs accuracy.
+  // fp16 weights are not fp16 values, rounding them costs accuracy. fp16 products round them
+  // anyway: kept in fp16, widened to pairs a chunk at a time.
   u_ = APanels(g_, u_bytes_ * static_cast<size_t>(positions_),
-               keeps_fp16(g_.storage, m_, c_, f43_, depth_));
+               fp16_products(g_) || keeps_fp16(g_.storage, m_, c_, f43_, depth_));
   // U[xi][m][c] = (G g G^T) over the axes, in double, a block of MR output channels at a time,
   // each position's micro-panel of the block packed from it: the copies beside the panels stay a
   // block's (a whole layer's transformed weights in floats were as large as the panels).
@@ -299,7 +309,10 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     // Per thread: the B panels of every position (C steps x NR lanes each), the products of a
     // chunk of output channels, the width-transformed rows of one input channel, the inverse
     // transforms of one output channel.
-    const size_t v_floats = static_cast<size_t>(positions_ * v_step);
+    // With fp16 products V holds fp16 values, made a channel at a time in fp32 (`vc`).
+    const bool halves = fp16_products(g_);
+    const size_t v_floats = static_cast<size_t>(
+        halves ? ceil_div(positions_ * v_step, 2) + positions_ * nr : positions_ * v_step);
     const size_t m_floats = static_cast<size_t>(positions_ * m_step + kWinogradLanePad);
     const size_t t_floats = static_cast<size_t>(rows * n * stride);
     PanelBuffer buf((v_floats + m_floats + 2 * t_floats) * sizeof(float), own);
@@ -309,6 +322,8 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     std::vector<const uint8_t*> run_rows;
     std::vector<int64_t> run_y0, run_len;
     float* v = reinterpret_cast<float*>(buf.data());
+    uint16_t* vh = reinterpret_cast<uint16_t*>(v);
+    float* vc = v + ceil_div(positions_ * v_step, 2);  // fp16 products: one channel's, fp32
     float* prod = v + v_floats;
     float* tmp = prod + m_floats;
     float* o = tmp + t_floats;
@@ -420,7 +435,13 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
           std::fill(row.begin(), row.end(), nullptr);
           f.input_rows(row.data(), rows, 0, iw, nr - nt, tmp + nt, stride);
         }
-        f.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
+        if (halves) {
+          f.input_finish(tmp, stride, depth_, nr, vc, nr);
+          for (int64_t xi = 0; xi < positions_; ++xi)
+            cast.f32_to_f16(vc + xi * nr, vh + xi * v_step + c * nr, nr);
+        } else {
+          f.input_finish(tmp, stride, depth_, nr, v + c * nr, v_step);
+        }
       }
       int64_t count = 0;  // with a head: the block's output positions inside Y
       for (int64_t m0 = 0; m0 < m_; m0 += chunk) {
@@ -435,8 +456,11 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
           }
           for (int64_t mb = m0; mb < m0 + mc; mb += mr, a += panel_bytes)
             g_.ukernel(static_cast<size_t>(std::min(mr, m0 + mc - mb)), static_cast<size_t>(nt),
-                       static_cast<size_t>(c_), a, v + xi * v_step, offsets.data(),
-                       prod + xi * m_step + (mb - m0) * nr, static_cast<size_t>(nr), gp);
+                       static_cast<size_t>(c_), a,
+                       halves ? static_cast<const void*>(vh + xi * v_step)
+                              : static_cast<const void*>(v + xi * v_step),
+                       offsets.data(), prod + xi * m_step + (mb - m0) * nr, static_cast<size_t>(nr),
+                       gp);
         }
         for (int64_t m = m0; m < m0 + mc; ++m) {
           f.output_gather(prod + (m - m0) * nr, m_step, depth_, nt, o, stride);

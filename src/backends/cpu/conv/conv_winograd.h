@@ -25,9 +25,9 @@ class ConvWinograd {
  public:
   /// Whether a convolution runs here: kernel 3 along its two or three spatial axes, strides and
   /// dilations 1, one group, M output and C input channels as below, and a row `g` of fp32
-  /// panels (fp32 products: not bf16 pairs nor fp16 arithmetic) with a winograd kernel of its
-  /// storage at its ISA. `kernel`, `strides` and `dilations` are the node's (spatial axes);
-  /// `wide`: 3D's F(4, 3) up to kF43MaxPairs3dWide (f43).
+  /// panels (fp32 products: not bf16 pairs) or of fp16 products (fp16_products) with a winograd
+  /// kernel of its storage at its ISA. `kernel`, `strides` and `dilations` are the node's (spatial
+  /// axes); `wide`: 3D's F(4, 3) up to kF43MaxPairs3dWide (f43).
   static bool applies(const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                       const std::vector<int64_t>& dilations, int64_t group, int64_t m, int64_t c,
                       const GemmKernel& g, bool wide = false);
@@ -46,6 +46,11 @@ class ConvWinograd {
   /// 120-168, 16 -> 16 5.2-5.8 against 3.6-4.5; on its AVX2 rows 16 -> 16 at 48^3 10.9-13.3
   /// against 15.9-17.1, 32 -> 32 in 2D level (14.3-19.8 against 14.3-15.1).
   static constexpr int64_t kMinChannels = 16;
+  /// Whether g's products are fp16 multiply-adds (AVX512-FP16's rows, f16_pair A and fp16 B
+  /// panels): such a row takes F(2, 3) only, its B panels (the transformed input) rounded to fp16
+  /// and its A panels (the transformed weights) kept in fp16, from kMinPairsFp16Products pairs.
+  static bool fp16_products(const GemmKernel& g);
+  static constexpr int64_t kMinPairsFp16Products = 64 * 64;
   /// M and C at least this in 3D's F(4, 3) (fp16 storage), from 8 x 8 pairs on rows of
   /// narrow_fma: its products are 1/8 of the direct form's, so that small layers gain too. On Zen
   /// 4, fp16 models of one layer at 96^3 (12 -> 12 at 48^3), one thread, direct / F(4, 3) ms,
