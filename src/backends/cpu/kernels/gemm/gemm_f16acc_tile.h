@@ -47,9 +47,10 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
       for (size_t b = 0; b < kNr * 2 + 63; b += 64)
         __builtin_prefetch(static_cast<const char*>(p.residual) + i * ldc * 2 + b);
   alignas(64) float sum[kMr][kNr];
-  std::memset(sum, 0, sizeof(sum));
+  if (k == 0) std::memset(sum, 0, sizeof(sum));
   size_t s = 0;
   while (s < k) {
+    const bool first = s == 0;  // the first chunk's sums are stored, not added
     size_t end = k - s > static_cast<size_t>(kF16CarrySteps) ? s + kF16CarrySteps : k;
     typename H::V acc[kMr][kNv];
 #pragma GCC unroll 8
@@ -74,8 +75,9 @@ void f16_gemm_tile(size_t mr, size_t nc, size_t k, const void* a_panel, const vo
 #pragma GCC unroll 3
       for (int j = 0; j < kNv; ++j) {
         float* row = sum[i] + 32 * j;
-        _mm512_store_ps(row, _mm512_add_ps(_mm512_load_ps(row), H::widen_lo(acc[i][j])));
-        _mm512_store_ps(row + 16, _mm512_add_ps(_mm512_load_ps(row + 16), H::widen_hi(acc[i][j])));
+        const __m512 lo = H::widen_lo(acc[i][j]), hi = H::widen_hi(acc[i][j]);
+        _mm512_store_ps(row, first ? lo : _mm512_add_ps(_mm512_load_ps(row), lo));
+        _mm512_store_ps(row + 16, first ? hi : _mm512_add_ps(_mm512_load_ps(row + 16), hi));
       }
   }
 
