@@ -305,6 +305,12 @@ TEST(ConvWinograd, AppliesOnlyWhereItShould) {
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 32, 64, fp16));
   EXPECT_FALSE(ConvWinograd::applies({3, 3, 3}, {}, {}, 1, 64, 64,
                                      *find_gemm_kernel("f16_bf16dot_gemm_8x48__avx512bf16")));
+  // ... where it pays for its transformed weights: 64 x 64 pairs from 24^3 positions.
+  const Shape at12{1, 64, 12, 12, 12}, at8{1, 320, 8, 8, 8}, at64_2d{1, 64, 64, 64};
+  EXPECT_TRUE(ConvWinograd::fp16_f23_pays(3, 64, 64, nullptr));
+  EXPECT_FALSE(ConvWinograd::fp16_f23_pays(3, 64, 64, &at12));
+  EXPECT_TRUE(ConvWinograd::fp16_f23_pays(3, 320, 320, &at8));
+  EXPECT_TRUE(ConvWinograd::fp16_f23_pays(2, 64, 64, &at64_2d));
   // Over faster products: bf16 pairs from 16 x 16 pairs in 3D and 64 x 64 in 2D; AVX512-FP16's
   // from 32 x 64, and where the output's size is known not below 24^3 positions (2D: 32^2).
   EXPECT_TRUE(ConvWinograd::pays_over_fast(3, 16, 16, false, nullptr));

@@ -240,9 +240,10 @@ TEST(Session, ChoosesKernelsForExpectedInputShapes) {
   Session declared = open(fixed, {});
   Session declared_small = open(fixed_small, {});
   EXPECT_GT(big.summary().weight_bytes, untold.summary().weight_bytes + (2 << 20));
-  EXPECT_EQ(small.summary().weight_bytes, untold.summary().weight_bytes);
+  // Small outputs take no more (on AVX512-FP16 fewer: no F(2, 3) on fp16 products below 24^3).
+  EXPECT_LE(small.summary().weight_bytes, untold.summary().weight_bytes);
   EXPECT_EQ(declared.summary().weight_bytes, big.summary().weight_bytes);
-  EXPECT_EQ(declared_small.summary().weight_bytes, untold.summary().weight_bytes);
+  EXPECT_EQ(declared_small.summary().weight_bytes, small.summary().weight_bytes);
   Session ref = open(dynamic, {}, Backend::reference);
   std::mt19937 rng(8);
   Tensor x = Tensor::empty(DType::f32, {1, 64, 5, 6, 7});

@@ -98,8 +98,11 @@ const GemmKernel* winograd_row(Isa isa, DType t, FpMath fpmath, const std::vecto
       ConvWinograd::pays_over_fast(kernel.size(), m, c, !bf16_dot(*row), y) &&
       ConvWinograd::applies(kernel, strides, dilations, group, m, c, *f32, wide))
     return f32;
-  // Else F(2, 3) on fp16 products (bf16 pairs: never).
-  return ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row, wide) ? row : nullptr;
+  // Else F(2, 3) on fp16 products where it pays (bf16 pairs: never).
+  return ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row, wide) &&
+                 ConvWinograd::fp16_f23_pays(kernel.size(), m, c, y)
+             ? row
+             : nullptr;
 }
 
 // A fused node's activation and residual order, as the gemm epilogue applies them.

@@ -138,6 +138,13 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
          winograd_kernels(g.storage, runs_on(g));
 }
 
+bool ConvWinograd::fp16_f23_pays(size_t dims, int64_t m, int64_t c, const Shape* y) {
+  if (m * c > kMinPairsFp16Products || !y || y->size() != dims + 2) return true;
+  int64_t positions = 1;
+  for (size_t d = 2; d < y->size(); ++d) positions *= (*y)[d];
+  return positions >= (dims == 3 ? 24 * 24 * 24 : 32 * 32);
+}
+
 bool ConvWinograd::fp16_products(const GemmKernel& g) {
   return g.k_carry > 0 && g.a_panel == PanelType::f16_pair && g.b_panel == PanelType::f16 &&
          g.k_pack == 1;

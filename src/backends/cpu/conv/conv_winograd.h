@@ -51,6 +51,12 @@ class ConvWinograd {
   /// and its A panels (the transformed weights) kept in fp16, from kMinPairsFp16Products pairs.
   static bool fp16_products(const GemmKernel& g);
   static constexpr int64_t kMinPairsFp16Products = 64 * 64;
+  /// Whether F(2, 3) on fp16 products pays for its transformed weights (64 / 27 of the weights'
+  /// bytes in 3D) on a layer of M x C pairs whose output `y` is expected (null: not known): from
+  /// 24^3 positions an item in 3D (32^2 in 2D) at 64 x 64 pairs, always past them. On the Intel
+  /// Xeon, direct / F(2, 3), ms: 64 -> 64 at 12^3 1.49 / 1.49 (unet3d_monai's peak RSS 0.54 ->
+  /// 0.61 of fp32 with it), 24^3 10.7 / 10.1; 320 -> 320 at 8^3 12.1 / 8.3.
+  static bool fp16_f23_pays(size_t dims, int64_t m, int64_t c, const Shape* y);
   /// M and C at least this in 3D's F(4, 3) (fp16 storage), from 8 x 8 pairs on rows of
   /// narrow_fma: its products are 1/8 of the direct form's, so that small layers gain too. On Zen
   /// 4, fp16 models of one layer at 96^3 (12 -> 12 at 48^3), one thread, direct / F(4, 3) ms,
