@@ -113,7 +113,9 @@ void apply_precision(const std::string& p, SessionOptions& opt) {
   const char* winograd = std::getenv("VOXRT_WINOGRAD");
   opt.winograd = !winograd || std::string(winograd) != "0";
   if (bf16 && !cpu_info().bf16_products)
-    std::fprintf(stderr, "note: precision %s: this CPU (%s) has no AVX512-BF16; running %s\n",
+    std::fprintf(stderr,
+                 "note: precision %s: this CPU (%s) has no bf16 dot products faster than fp32 "
+                 "multiply-adds (AVX512-BF16, not Intel's with AVX512-FP16); running %s\n",
                  p.c_str(), cpu_info().isa.c_str(), storage.c_str());
   if (cpu_info().fp16_emulation_asked && !cpu_info().fp16_arithmetic)
     std::fprintf(stderr,
