@@ -96,6 +96,7 @@ TEST_P(ConvLoweringTest, WinogradMatchesReference) {
   headed({2, 16, 5, 6, 7}, {16, 16, 3, 3, 3}, 2).head_softmax = true;
   headed({1, 8, 9, 6, 10}, {8, 8, 3, 3, 3}, 3).activation = "LeakyRelu";  // F(4, 3) in fp16
   headed({1, 24, 5, 4, 6}, {20, 24, 3, 3, 3}, 5).residual = true;
+  headed({2, 128, 3, 4, 5}, {32, 128, 3, 3, 3}, 3).head_softmax = true;  // fp16 products: F(2, 3)
   headed({2, 32, 6, 11}, {32, 32, 3, 3}, 4).head_bias = false;
   headed({1, 16, 7, 5, 6}, {24, 16, 3, 3, 3}, 3).i(kFusedCastTo, 1).head_softmax = true;
   add("Conv", {1, 64, 5, 300}, {64, 64, 3, 3}).ints("pads", {1, 1, 1, 1});  // 150 tiles a row
