@@ -88,17 +88,21 @@ int64_t ConvWinograd::min_pairs(size_t dims, bool narrow, bool f43) {
   return narrow ? 16 * 16 : 16 * 32;
 }
 
+namespace {
+// Whether an expected output `y` (null: not known) of `dims` spatial axes has at least 24^3
+// positions an item in 3D, 32^2 in 2D, or is not known.
+bool unknown_or_large(const Shape* y, size_t dims) {
+  if (!y || y->size() != dims + 2) return true;
+  int64_t positions = 1;
+  for (size_t d = 2; d < y->size(); ++d) positions *= (*y)[d];
+  return positions >= (dims == 3 ? 24 * 24 * 24 : 32 * 32);
+}
+}  // namespace
+
 bool ConvWinograd::pays_over_fast(size_t dims, int64_t m, int64_t c, bool fp16_arith,
                                   const Shape* y) {
   if (!fp16_arith) return m * c >= (dims == 3 ? 16 * 16 : 64 * 64);
-  int64_t positions = -1;  // an item's output positions, -1 where not known
-  if (y && y->size() == dims + 2) {
-    positions = 1;
-    for (size_t d = 2; d < y->size(); ++d) positions *= (*y)[d];
-  }
-  const bool known = positions >= 0;
-  if (dims == 2) return m * c >= 64 * 64 && (!known || positions >= 32 * 32);
-  return m * c >= 32 * 64 && (!known || positions >= 24 * 24 * 24);
+  return m * c >= (dims == 3 ? 32 * 64 : 64 * 64) && unknown_or_large(y, dims);
 }
 
 namespace {
@@ -139,10 +143,7 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
 }
 
 bool ConvWinograd::fp16_f23_pays(size_t dims, int64_t m, int64_t c, const Shape* y) {
-  if (m * c > kMinPairsFp16Products || !y || y->size() != dims + 2) return true;
-  int64_t positions = 1;
-  for (size_t d = 2; d < y->size(); ++d) positions *= (*y)[d];
-  return positions >= (dims == 3 ? 24 * 24 * 24 : 32 * 32);
+  return m * c > kMinPairsFp16Products || unknown_or_large(y, dims);
 }
 
 bool ConvWinograd::fp16_products(const GemmKernel& g) {
