@@ -89,7 +89,7 @@ const GemmKernel* winograd_row(Isa isa, DType t, FpMath fpmath, const std::vecto
   if (group < 1) return nullptr;
   const GemmKernel* row = find_gemm_kernel(isa, t, m / group, fpmath == FpMath::bf16);
   if (!row) return nullptr;
-  if (row->a_panel == PanelType::f32 && row->k_carry == 0)  // fp32 products
+  if (ConvWinograd::f32_products(*row))
     return ConvWinograd::applies(kernel, strides, dilations, group, m, c, *row, wide) ? row
                                                                                       : nullptr;
   // The best row of fp32 products: below AVX512-FP16, without bf16 pairs.

@@ -135,15 +135,18 @@ bool ConvWinograd::applies(const std::vector<int64_t>& kernel, const std::vector
     if (kernel[d] != 3 || (!strides.empty() && strides[d] != 1) ||
         (!dilations.empty() && dilations[d] != 1))
       return false;
-  const bool f32_products =
-      g.a_panel == PanelType::f32 && g.b_panel == PanelType::f32 && g.k_pack == 1 && g.k_carry == 0;
   if (fp16_products(g) && m * c < kMinPairsFp16Products) return false;
-  return (f32_products || fp16_products(g)) && g.nr <= kWinogradMaxLen &&
+  return (f32_products(g) || fp16_products(g)) && g.nr <= kWinogradMaxLen &&
          winograd_kernels(g.storage, runs_on(g));
 }
 
 bool ConvWinograd::fp16_f23_pays(size_t dims, int64_t m, int64_t c, const Shape* y) {
   return m * c > kMinPairsFp16Products || unknown_or_large(y, dims);
+}
+
+bool ConvWinograd::f32_products(const GemmKernel& g) {
+  return g.a_panel == PanelType::f32 && g.b_panel == PanelType::f32 && g.k_pack == 1 &&
+         g.k_carry == 0;
 }
 
 bool ConvWinograd::fp16_products(const GemmKernel& g) {
@@ -319,8 +322,9 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     // transforms of one output channel.
     // With fp16 products V holds fp16 values, made a channel at a time in fp32 (`vc`).
     const bool halves = fp16_products(g_);
-    const size_t v_floats = static_cast<size_t>(
-        halves ? ceil_div(positions_ * v_step, 2) + positions_ * nr : positions_ * v_step);
+    const int64_t vh_floats = ceil_div(positions_ * v_step, 2);  // V's fp16 values
+    const size_t v_floats =
+        static_cast<size_t>(halves ? vh_floats + positions_ * nr : positions_ * v_step);
     const size_t m_floats = static_cast<size_t>(positions_ * m_step + kWinogradLanePad);
     const size_t t_floats = static_cast<size_t>(rows * n * stride);
     PanelBuffer buf((v_floats + m_floats + 2 * t_floats) * sizeof(float), own);
@@ -331,7 +335,7 @@ void ConvWinograd::run(const RunContext& ctx, const ConvWindow& win, const ConvI
     std::vector<int64_t> run_y0, run_len;
     float* v = reinterpret_cast<float*>(buf.data());
     uint16_t* vh = reinterpret_cast<uint16_t*>(v);
-    float* vc = v + ceil_div(positions_ * v_step, 2);  // fp16 products: one channel's, fp32
+    float* vc = v + vh_floats;  // fp16 products: one channel's, fp32
     float* prod = v + v_floats;
     float* tmp = prod + m_floats;
     float* o = tmp + t_floats;

@@ -50,6 +50,9 @@ class ConvWinograd {
   /// panels): such a row takes F(2, 3) only, its B panels (the transformed input) rounded to fp16
   /// and its A panels (the transformed weights) kept in fp16, from kMinPairsFp16Products pairs.
   static bool fp16_products(const GemmKernel& g);
+  /// Whether g's products are fp32 multiply-adds on fp32 panels (not bf16 pairs nor fp16
+  /// arithmetic): the rows every form applies to.
+  static bool f32_products(const GemmKernel& g);
   static constexpr int64_t kMinPairsFp16Products = 64 * 64;
   /// Whether F(2, 3) on fp16 products pays for its transformed weights (64 / 27 of the weights'
   /// bytes in 3D) on a layer of M x C pairs whose output `y` is expected (null: not known): from
